@@ -196,17 +196,26 @@ def test_yao_errors_follow_the_designs_error_classes(expense_agent: ExpenseAgent
         "agent error: rest target expense: cannot reach http://127.0.0.1:1/chat"), error
 
 
-def test_no_initial_input_fails_the_case_when_the_project_asks_for_the_designs_classes(
+def test_no_initial_input_is_the_suites_error_when_the_project_asks_for_the_designs_classes(
         expense_agent: ExpenseAgent, tmp_path: Path) -> None:
     project = _yao_project(tmp_path)
     (project / "cases.jsonl").write_text(json.dumps({"id": "N1", "assertions": [{"type": "contains", "value": "x"}]})
+                                         + "\n" + json.dumps({"id": "N2", "input": []})
                                          + "\n" + json.dumps({"id": "ok", "input": "Hello"}) + "\n")
     out = project / "records.jsonl"
-    args = ["-i", "cases.jsonl", "-n", "expense", "-o", str(out), "--out", str(project / "runs")]
+    args = ["-i", "cases.jsonl", "-n", "expense", "-o", str(out), "--out", str(project / "runs"),
+            "--report", f"junit:{project / 'junit.xml'}"]
     refused = run_test(args, cwd=project, env=expense_agent.env)
     assert refused.returncode == 2 and refused.stderr.startswith("cases.jsonl:1:1: "), refused.stderr
     _yao_project(tmp_path, setting=True)  # `yao_errors: true` in tamesu.yaml, no flag
     design = run_test(args, cwd=project, env=expense_agent.env)
-    assert design.returncode == 1, design.stdout + design.stderr
-    assert _statuses(out) == {"N1": ("failed", "no initial input", None), "ok": ("passed", None, None)}
+    # the design's "no initial input" is said, and the other cases run; but the agent was never asked anything:
+    # the case is the suite's to fix (exit 2, as the refusal), not the agent's failure (it was fault agent, exit 1)
+    assert design.returncode == 2, design.stdout + design.stderr
+    assert _statuses(out) == {"N1": ("error", "no initial input", None), "N2": ("error", "no initial input", None),
+                              "ok": ("passed", None, None)}
+    faults = {r["id"]: r.get("fault") for r in map(json.loads, out.read_text().splitlines())}
+    assert faults == {"N1": "suite", "N2": "suite", "ok": None}
+    junit = (project / "junit.xml").read_text()
+    assert junit.count('type="suite"') == 2 and "<failure" not in junit, junit
     assert run_tamesu(["validate", "cases.jsonl"], cwd=project).returncode == 0

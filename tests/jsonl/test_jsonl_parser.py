@@ -244,6 +244,49 @@ def test_an_empty_input_is_refused_where_it_is_written(tamesu: Any, tmp_path: Pa
                                                        "folder, a message, agents:... or scripts:...\n", done.stderr
 
 
+def test_an_input_or_turns_written_empty_is_refused_at_its_key(tmp_path: Path) -> None:
+    # before: every one of these was reported at 1:1, the start of the case, as if no input had been written
+    text = "\n".join(['{"id": "a", "input": []}', '{"id": "b", "type": "multi_turn", "input": []}',
+                      '{"id": "c", "turns": []}', '{"id": "d", "type": "single_turn", "input": null}',
+                      '{"id": "e", "name": "nothing said"}'])
+    needs = "a test case needs input (text, a message, or a message history)"
+    assert problems(text, tmp_path) == [
+        f"cases.jsonl:1:13: input: empty: {needs}, turns, or a simulator with checkpoints",
+        "cases.jsonl:2:35: input: empty: a multi-turn case needs turns (or input to start with)",
+        f"cases.jsonl:3:13: turns: empty: {needs}, turns, or a simulator with checkpoints",
+        f"cases.jsonl:4:36: input: null: {needs}",
+        f"cases.jsonl:5:1: {needs}, turns, or a simulator with checkpoints"]
+
+
+def test_checkpoints_written_empty_are_refused_at_the_key(tmp_path: Path) -> None:
+    # before: "a" and "c" loaded and ran as a multi-turn and a standard case, checking no checkpoint; "d" was
+    # told at 1:1 that a multi-turn case needs turns
+    text = "\n".join([
+        '{"id": "a", "input": "x", "simulator": {"use": "simulator"}, "checkpoints": []}',
+        '{"id": "b", "type": "dynamic", "input": "x", "simulator": {"use": "simulator"}, "checkpoints": []}',
+        '{"id": "c", "input": "x", "checkpoints": []}',
+        '{"id": "d", "simulator": {"use": "simulator"}, "checkpoints": []}'])
+    empty = "checkpoints: empty: a dynamic case needs at least one checkpoint"
+    assert problems(text, tmp_path) == [f"cases.jsonl:1:62: {empty}", f"cases.jsonl:2:81: {empty}",
+                                        f"cases.jsonl:3:27: {empty}", f"cases.jsonl:4:48: {empty}"]
+
+
+def test_a_bad_content_part_is_one_problem_at_the_part(tmp_path: Path) -> None:
+    # before: each was also "content: input should be a valid string", and the part's own problem sat at the
+    # start of content under a path of pydantic's making ("content.list[function-after[_complete(), ...]][0]")
+    text = "\n".join([
+        '{"id": "a", "input": [{"role": "user", "content": [{"type": "video", "source": "file://x.mp4"}]}]}',
+        '{"id": "b", "input": [{"role": "user", "content": [{"type": "image"}]}]}',
+        '{"id": "c", "turns": [{"input": {"role": "user", "content": [{"type": "image", "src": "x"}]}}]}',
+        '{"id": "d", "input": [{"role": "user", "content": 5}]}'])
+    assert problems(text, tmp_path) == [
+        "cases.jsonl:1:61: input[0].content[0].type: input should be 'text', 'image', 'file' or 'audio', got 'video'",
+        "cases.jsonl:2:52: input[0].content[0]: an image part needs a source such as file://./receipt.jpg",
+        "cases.jsonl:3:80: turns[0].input.content[0].src: not a content key (did you mean 'source'?)",
+        'cases.jsonl:4:51: input[0].content: content is text, or a list of parts such as {"type": "text", "text": '
+        '"..."}, not 5']
+
+
 def test_half_a_utf16_pair_is_a_problem_where_it_is_written(tmp_path: Path) -> None:
     # `"hi\udc00"` validated, then the run ended in "internal error: UnicodeEncodeError: ... surrogates not allowed"
     said = problems('{"id": "a", "input": "hi\\udc00"}\n{"id": "b", "input": "ok \\ud83d\\ude00"}', tmp_path)
@@ -377,6 +420,18 @@ def test_what_only_several_turns_read_is_refused_on_a_standard_case(tmp_path: Pa
     assert said[0] == ("cases.jsonl:1:28: max_turns: a standard case is one call: max_turns is for cases of "
                        "several turns")
     assert [line.split(": ")[1] for line in said[1:]] == ["interactive", "on_missing_input"], said
+
+
+def test_what_only_a_multi_turn_case_reads_is_refused_on_a_dynamic_case(tmp_path: Path) -> None:
+    # before: accepted and never read (the simulator gives every input of a dynamic case: nobody is asked, no
+    # input is ever missing)
+    point = '"checkpoints": [{"id": "p", "assertion": {"type": "contains", "value": "x"}}]'
+    said = problems(f'{{"id": "a", "simulator": {{"use": "simulator"}}, {point}, "on_missing_input": "fail"}}\n'
+                    f'{{"id": "b", "simulator": {{"use": "simulator"}}, {point}, "interactive": {{"enabled": true}}}}',
+                    tmp_path)
+    why = "belongs to multi-turn cases: a dynamic case's simulator gives every input until its checkpoints are reached"
+    assert said == [f"cases.jsonl:1:127: on_missing_input: on_missing_input {why}",
+                    f"cases.jsonl:2:127: interactive: interactive {why}"]
 
 
 def test_an_empty_simulator_use_is_refused(tmp_path: Path) -> None:

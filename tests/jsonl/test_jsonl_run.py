@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import textwrap
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from agents.expense_agent import ExpenseAgent, expense_agent
 from tamesu.cli.jsonl_runner import JsonlRunner, TestOutcome
@@ -18,8 +20,9 @@ from tamesu.jsonl.parser import ParseSettings, parse_text
 from tamesu.jsonl.run import JsonlFile, JsonlPlan, TestSettings
 from tamesu.plan import load_project, load_project_targets
 from tamesu.plan.targets import Resolver, resolve
+from tamesu.report.case_console import TestConsole
 from tamesu.report.case_records import CaseRecord
-from tamesu.suite.secrets import Secrets
+from tamesu.suite.secrets import Redactor, Secrets
 
 __all__ = ["expense_agent"]
 
@@ -105,8 +108,19 @@ async def test_the_goal_reached_before_a_required_checkpoint_fails(expense_agent
     assert record.error == "missing checkpoints: policy"
     assert [(c.id, c.reached_at_turn, c.passed) for c in record.checkpoints or []] == [
         ("ask", 1, True), ("policy", None, False), ("nice", None, True)]
-    # the checkpoint reached last, not the simulator's private reasoning (issue 15, item 7)
-    assert record.goal_achieved == "checkpoint ask (turn 1)"
+    # the goal the simulator was given, not its private reasoning (issue 15, item 7), nor the checkpoint reached
+    # last: "ask" was reached at turn 1, and named under turn 3 it read as what that turn achieved
+    assert record.goal_achieved == "I need to submit an expense"
+    said = StringIO()
+    TestConsole(Console(file=said, width=200, color_system=None), Redactor()).case_finished(record)
+    lines = said.getvalue().splitlines()
+    last_turn = max(n for n, line in enumerate(lines) if line.startswith("  ├─ Turn "))
+    # as the design's console has it: under the turn after which the simulator said so
+    assert lines[last_turn].startswith("  ├─ Turn 3: [Simulated] \"Yes, confirm\"")
+    assert lines[last_turn + 1:last_turn + 6] == [
+        '  │          Agent: "Expense submitted. Reference: EXP-2025-001"',
+        '  │          [tool: submit_expense({"id": "EXP-2025-001"})]',
+        "  │          Goal achieved: I need to submit an expense", "  │", "  ├─ Checkpoints: 1/3 reached"]
 
 
 async def test_optional_checkpoints_do_not_hold_the_conversation(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
@@ -337,6 +351,31 @@ async def test_rest_targets_receive_the_history_and_options(serve: Any, tmp_path
         assert record.status == "passed", record.assertions
 
 
+async def test_a_turn_that_only_calls_a_tool_shows_the_call_as_the_agents_answer(serve: Any, tmp_path: Path) -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(_: Any) -> JSONResponse:
+        return JSONResponse({"text": "", "tool_calls": [{"name": "create_expense", "args": {"amount": 3500}}]})
+
+    server = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])]))
+    folder = project(tmp_path, server.url)
+    text = "\n".join([json.dumps({"id": "t", "turns": [{"input": "Business travel, $3500"}]}),
+                      json.dumps({"id": "s", "input": "Business travel, $3500"})])
+    outcome, _ = await run_cases(folder, text)
+    said = StringIO()
+    console = TestConsole(Console(file=said, width=200, color_system=None), Redactor(), verbose=1)
+    for record in outcome.records:
+        console.case_finished(record)
+    lines = said.getvalue().splitlines()
+    # the design's console: `Agent: [tool: create_expense(...)]` where the agent said nothing but called a tool
+    assert lines[1].startswith('  ├─ Turn 1: "Business travel, $3500" → PASSED'), lines
+    assert lines[2] == '  │          Agent: [tool: create_expense({"amount": 3500})]', lines
+    standard = lines.index("  Messages: 1, Assertions: 0/0 passed")
+    assert lines[standard + 1:standard + 3] == ['  Agent: [tool: create_expense({"amount": 3500})]', ""], lines
+
+
 def _helper_app() -> Any:
     """A helper agent answering the design's simulator, validator and generator interfaces over REST."""
     from starlette.applications import Starlette
@@ -355,7 +394,9 @@ def _helper_app() -> Any:
             return JSONResponse({"text": f"I say: {said}", "input": said})
         if meta["test_mode"] == "validator":
             last = meta["messages"][-1]["content"]
-            return JSONResponse({"passed": meta["word"] in last, "score": 0.9, "reason": f"looked for {meta['word']}"})
+            advice = {"suggestions": [meta["advise"]]} if "advise" in meta else {}
+            return JSONResponse({"passed": meta["word"] in last, "score": 0.9, "reason": f"looked for {meta['word']}",
+                                 **advice})
         cases = [{"name": f"case {n}", "input": "Hello", "assertions": [{"type": "contains", "value": "Hi"}]}
                  for n in range(int(meta["count"]) + 1)]
         return JSONResponse({"text": "here", "cases": cases})
@@ -382,6 +423,27 @@ async def test_a_target_plays_simulator_and_validator(expense_agent: ExpenseAgen
     assert [(c.id, c.reached_at_turn) for c in record.checkpoints or []] == [("made", 2), ("judged", 3)]
     assert record.final_assertions is not None
     assert record.final_assertions[0].reason == "negated: looked for zebra (helper)"
+
+
+async def test_a_validators_score_and_suggestions_reach_the_records(expense_agent: ExpenseAgent, serve: Any,
+                                                                    tmp_path: Path) -> None:
+    helper = serve(_helper_app())
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "tamesu.yaml").write_text((folder / "tamesu.yaml").read_text().replace(
+        "targets:\n", f"targets:\n  helper: {{ type: rest, url: \"{helper.url}/helper\" }}\n", 1))
+    metadata = {"criteria": "asks the type", "word": "type", "advise": "Offer the expense types as a list"}
+    text = json.dumps({"id": "v", "input": "I want to submit an expense", "assertions": [
+        {"type": "agent", "use": "agents:helper", "options": {"metadata": metadata}},
+        {"type": "contains", "value": "type"}]})
+    out = tmp_path / "records.jsonl"
+    outcome, _ = await run_cases(folder, text, output=out)
+    assert outcome.exit_code == 0
+    (line,) = [json.loads(raw) for raw in out.read_text().splitlines()]
+    validator, plain = line["assertions"]
+    # the design's validator answers {passed, score, reason, suggestions}: the record keeps all four
+    assert (validator["passed"], validator["score"], validator["suggestions"]) == (
+        True, 0.9, ["Offer the expense types as a list"])
+    assert "score" not in plain and "suggestions" not in plain
 
 
 def test_a_target_generates_cases(expense_agent: ExpenseAgent, serve: Any, tmp_path: Path) -> None:

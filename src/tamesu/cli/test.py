@@ -81,8 +81,8 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
               "(the default), fail it, or end the conversation and grade it.")
 @click.option("--yao-errors", is_flag=True, help="The agent test design's error classes (or yao_errors: true in "
               "tamesu.yaml): an agent that fails (unreachable) fails its case, a simulator error skips a multi-turn "
-              "case and fails a dynamic one, no initial input fails the case; tamesu's own: an error (exit 3), "
-              "and exit 2 at load.")
+              "case and fails a dynamic one, a case with no initial input loads and is the suite's error (exit 2) "
+              "while the others run; tamesu's own: an error (exit 3), and exit 2 at load.")
 @run_options("test cases", ids="id", verbose="Whole answers, and whether the agent awaited input after each turn.",
              tags=" (mode:standard, mode:multi_turn, mode:dynamic)")
 def test_command(**options: Any) -> None:

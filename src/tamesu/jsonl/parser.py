@@ -22,13 +22,13 @@ from tamesu.checks.checkpoint import PlannedCheckpoint, in_order
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem
 from tamesu.jsonl import assertions as mapping
-from tamesu.jsonl._source import JsonDocument, values
 from tamesu.jsonl.schema import ChatMessage, ContentPart, Options, TestCase
 from tamesu.plan.simulators import connector_problem, simulator_named
 from tamesu.plan.targets import Loc, Resolver, unknown_connectors, unseen_tool_calls, unsent_options, unsent_to_helpers
 from tamesu.roles.case_user import SimulatorRef
 from tamesu.roles.files import file_path, is_file, sent_file
 from tamesu.runtime.gc_pause import collector_paused
+from tamesu.suite.json_lines import JsonDocument, values
 from tamesu.suite.problems import problems_from
 
 
@@ -161,7 +161,7 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
     shape: list[Problem] = []
     _check_shape(case, doc, shape)
     # the design fails a case with no initial input when it runs; tamesu refuses it here
-    problems += [p for p in shape if not (settings.yao_errors and p.message.startswith(_NO_INPUT))]
+    problems += [p for p in shape if not (settings.yao_errors and any(no in p.message for no in _NO_INPUT))]
     if settings.history_refusal is not None and case.input is not None and len(case.input) > 1:
         problems.append(doc.problem(("input",), f"a history of {len(case.input)} messages would reach the agent as "
                                     f"its last message alone ({settings.history_refusal})"))
@@ -234,6 +234,11 @@ _LAST_FROM_THE_USER = "the last message of input is the one the agent answers: i
 
 
 def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> None:
+    if "checkpoints" in case.model_fields_set and not case.checkpoints:
+        # the case was meant to be dynamic: without a word it ran as a multi-turn or standard one, checking nothing
+        problems.append(doc.problem(("checkpoints",), "empty: a dynamic case needs at least one checkpoint",
+                                    key=True))
+        return
     mode = case.mode
     problems += [doc.problem(("turns", n, "input", "role"), "a turn's input is what the user says: its role is user "
                              "(the agent's words belong in a message history, input [...])")
@@ -253,14 +258,14 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
         elif case.turns and case.input:
             problems.append(doc.problem(("input",), "the input is turns[0].input or input, not both", key=True))
         elif not case.turns and not case.input:
-            problems.append(doc.problem((), "a test case needs input (text, a message, or a message history)"))
+            problems.append(_no_input(case, doc, "a test case needs input (text, a message, or a message history)"))
         elif case.input and case.input[-1].role != "user":
             problems.append(doc.problem(("input", len(case.input) - 1, "role"), _LAST_FROM_THE_USER))
         return
     if mode == "standard":
         if not case.input:
-            problems.append(doc.problem((), "a test case needs input (text, a message, or a message history), "
-                                        "turns, or a simulator with checkpoints"))
+            problems.append(_no_input(case, doc, "a test case needs input (text, a message, or a message history), "
+                                      "turns, or a simulator with checkpoints"))
         elif case.input[-1].role != "user":
             problems.append(doc.problem(("input", len(case.input) - 1, "role"), _LAST_FROM_THE_USER))
     if mode == "multi_turn":
@@ -268,7 +273,7 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
             problems.append(doc.problem(("input",), "the first input is turns[0].input or input, not both",
                                         key=True))
         elif not case.turns and not case.input:
-            problems.append(doc.problem((), "a multi-turn case needs turns (or input to start with)"))
+            problems.append(_no_input(case, doc, "a multi-turn case needs turns (or input to start with)"))
         elif case.input and case.input[-1].role != "user":
             problems.append(doc.problem(("input",), "input must end with a user message"))
     if mode == "dynamic":
@@ -277,8 +282,19 @@ def _check_shape(case: TestCase, doc: JsonDocument, problems: list[Problem]) -> 
                                         "(use input for a first message)", key=True))
         if not case.checkpoints:
             problems.append(doc.problem(("type",), "a dynamic case needs checkpoints"))
+        problems += [doc.problem((key,), f"{key} belongs to multi-turn cases: a dynamic case's simulator gives every "
+                                 "input until its checkpoints are reached", key=True)
+                     for key in ("interactive", "on_missing_input") if getattr(case, key) is not None]
         if case.input and case.input[-1].role != "user":
             problems.append(doc.problem(("input",), "input must end with a user message"))
+
+
+def _no_input(case: TestCase, doc: JsonDocument, needs: str) -> Problem:
+    """A case with no first input: where `input` or `turns` is written empty (or null), else at the case."""
+    written = next((key for key in ("input", "turns") if key in case.model_fields_set), None)
+    if written is None:
+        return doc.problem((), needs)
+    return doc.problem((written,), f"{'null' if getattr(case, written) is None else 'empty'}: {needs}", key=True)
 
 
 def _parts(case: TestCase) -> list[tuple[Loc, ContentPart]]:

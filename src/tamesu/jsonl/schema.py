@@ -16,9 +16,10 @@ in one points at its own position in the file."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, TypeAdapter, ValidatorFunctionWrapHandler, field_validator, model_validator
 
 from tamesu.plan.repeats import CaseRepeats
 from tamesu.roles.case_user import MissingInput, Mode
@@ -45,9 +46,24 @@ class ContentPart(Strict):
         return self
 
 
+_PARTS = TypeAdapter(list[ContentPart])
+
+
 class ChatMessage(Strict):
     role: Literal["user", "assistant", "system"]
     content: str | list[ContentPart]
+
+    @field_validator("content", mode="wrap")
+    @classmethod
+    def _text_or_parts(cls, value: object, handler: ValidatorFunctionWrapHandler) -> object:
+        # one kind at a time: as a union, a list of parts was also told it is no string, and its parts' problems
+        # sat under a path of pydantic's making (`content.list[function-after[...]][0]`)
+        if isinstance(value, list):
+            return _PARTS.validate_python(value)
+        if not isinstance(value, str):
+            raise ValueError('content is text, or a list of parts such as {"type": "text", "text": "..."}, not '
+                             f"{json.dumps(value)[:60]}")
+        return handler(value)
 
     @model_validator(mode="after")
     def _says_something(self) -> ChatMessage:

@@ -160,10 +160,13 @@ class TestConsole:
         if record.messages_count is not None:
             self._line(f"  Messages: {record.messages_count}, Assertions: {counted}")
         if record.status != "passed" or self.verbose:
-            if record.response is not None:
+            calls = [f"[tool: {_call(call)}]" for call in record.tool_calls or []]
+            if record.response or (record.response is not None and not calls):
                 self._line("  Agent: ", _quoted(record.response, self._limit))
-            for call in record.tool_calls or []:
-                self._line(f"  [tool: {_call(call)}]")
+            elif calls:  # the agent only called a tool
+                calls[0] = f"Agent: {calls[0]}"
+            for call in calls:
+                self._line(f"  {call}")
             for verdict in verdicts:
                 if verdict.passed is False or self.verbose:
                     self._verdict("  ", verdict)
@@ -188,10 +191,13 @@ class TestConsole:
         status = "FAILED" if turn.status == "failed" else "PASSED"
         self._line(f"  ├─ Turn {turn.turn}: {marker}{_quoted(turn.input, self._limit)} → ",
                    (status, _STYLE[status]), f" ({_seconds(turn.duration_ms)})")
-        if turn.output or not turn.tool_calls:
+        calls = [f"[tool: {_call(call)}]" for call in turn.tool_calls or []]
+        if turn.output or not calls:
             self._line(_PIPE, "Agent: ", _quoted(turn.output, self._limit))
-        for call in turn.tool_calls or []:
-            self._line(_PIPE, f"[tool: {_call(call)}]")
+        else:  # a turn that only called a tool: the call is what the agent did, as the design's console has it
+            calls[0] = f"Agent: {calls[0]}"
+        for call in calls:
+            self._line(_PIPE, call)
         if self.verbose and turn.awaiting_input is not None:
             waits = "yes" if turn.awaiting_input else "no"
             self._line(_PIPE, (f"Awaiting input: {waits} ({turn.awaiting_reason})", "dim"))

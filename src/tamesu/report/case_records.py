@@ -50,16 +50,22 @@ class AssertionRecord(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     passed: bool | None
+    score: float | None = None
+    """A model-made verdict's score (a validator agent's, a judge's), when it gave one."""
     reason: str = ""
+    suggestions: list[str] | None = None
+    """A validator agent's `suggestions` (the design's validator answer), when it is one."""
     label: str = ""
 
     @model_serializer(mode="wrap")
     def _as_written_first(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # the keys the test wrote come first, then the verdict; `passed: null` (not graded) is always shown
+        # the keys the test wrote come first, then the verdict in the order of the design's validator answer;
+        # `passed: null` (not graded) is always shown
         data = handler(self)
-        verdict = {"passed": self.passed, "reason": data.pop("reason", ""), "label": data.pop("label", "")}
+        verdict = {"passed": self.passed, "score": data.pop("score", None), "reason": data.pop("reason", ""),
+                   "suggestions": data.pop("suggestions", None), "label": data.pop("label", "")}
         data.pop("passed", None)
-        return {**data, **verdict}
+        return {**data, **{key: value for key, value in verdict.items() if value is not None or key == "passed"}}
 
 
 class ToolCallRecord(BaseModel):
@@ -135,8 +141,8 @@ class CaseRecord(BaseModel):
     checkpoints: list[CheckpointRecord] | None = None
     missing_input: MissingInputRecord | None = None
     goal_achieved: str | None = None
-    """When the simulator said its goal was reached: the last checkpoint reached, else the goal it was given
-    (never the simulator's own reasoning, which stays in result.json's notes)."""
+    """When the simulator said its goal was reached: the goal it was given (never the simulator's own reasoning,
+    which stays in result.json's notes)."""
     end_reason: str | None = None
     total_turns: int | None = None
     duration_ms: float
@@ -183,8 +189,10 @@ def _verdicts(graded: list[Graded], results: list[AssertionResult], status: str,
         raw = item.raw if isinstance(item.raw, dict) else {"assertion": item.raw}
         if position < len(results):
             verdict = results[position]
-            records.append(AssertionRecord(**raw, passed=verdict.passed, reason=verdict.reason,
-                                           label=item.assertion.label))
+            # a validator agent's suggestions are its verdict's evidence (`checks.target_validator`)
+            suggestions = verdict.evidence if (verdict.model or "").startswith("target:") else None
+            records.append(AssertionRecord(**raw, passed=verdict.passed, score=verdict.score, reason=verdict.reason,
+                                           suggestions=suggestions, label=item.assertion.label))
         else:
             records.append(AssertionRecord(**raw, passed=None, reason=_not_graded(status, end_reason),
                                            label=item.assertion.label))
@@ -232,7 +240,7 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
     if unreached and record.status == "failed" and not record.error:
         record.error = "; ".join(f"{a.name}: {a.reason}" for a in unreached)
     if result.end_reason == "goal_achieved":
-        record.goal_achieved = _goal_line(parsed, tracker)
+        record.goal_achieved = _goal_line(parsed)
     if user is not None and user.missing is not None:
         m = user.missing
         record.missing_input = MissingInputRecord(after_turn=m.after_turn, question=m.question, hint=m.hint,
@@ -240,15 +248,10 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
     return record
 
 
-def _goal_line(parsed: ParsedCase, tracker: Tracker | None) -> str:
-    """What the console's "Goal achieved" line says: the checkpoint reached last, or the goal."""
-    reached = [s for s in tracker.states if s.reached_at is not None] if tracker is not None else []
-    if reached:
-        last = max(reached, key=lambda s: s.reached_at or 0)
-        description = last.planned.spec.description
-        if description:
-            return f"{description} (checkpoint {last.id}, turn {last.reached_at})"
-        return f"checkpoint {last.id} (turn {last.reached_at})"
+def _goal_line(parsed: ParsedCase) -> str:
+    """What the console's "Goal achieved" line under the last turn says: the goal the simulator was given. Not a
+    checkpoint (one reached turns earlier read as that turn's doing; the checkpoints have their own lines), nor
+    the simulator's reasoning (its own words, in result.json's notes)."""
     goal = parsed.simulator.settings.get("goal") if parsed.simulator is not None else None
     return str(goal) if goal else "the simulated user reached its goal"
 

@@ -6,7 +6,8 @@ with the reason recorded so a surprising verdict can be traced:
 2. `input_required_state` / `task_<state>`: an A2A task state (`$.status.state`): `input-required` or
    `auth-required` waits; `completed`, `failed`, `canceled`, `rejected` are done.
 3. `tool_requires_confirmation`: the agent called `ask_user`, `request_confirmation` or `get_user_input`.
-4. `finish_reason_length` / `finish_reason_tool_calls`: a model's answer cut short or still calling tools.
+4. `finish_reason_length` / `finish_reason_tool_calls`: a model's answer cut short or still calling tools
+   (Anthropic's `max_tokens`, `model_context_window_exceeded` and `tool_use` the same).
 5. `content_is_question`: the text ends with `?`, its last sentence starts with what/how/when/where/which/who/
    please/could you, or it asks to confirm/verify/proceed/continue.
 6. `completed`: none of the above.
@@ -27,6 +28,9 @@ _DONE_STATES = {"completed", "failed", "canceled", "cancelled", "rejected"}
 _ASKS = re.compile(r"^(what|how|when|where|which|who|please|could you)\b", re.IGNORECASE)
 _CONFIRM = re.compile(r"(confirm|verify|proceed|continue)\?", re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
+# OpenAI's finish reasons and Anthropic's stop reasons for an answer cut short or still calling tools: the
+# words of such an answer say nothing of whether the agent waits
+_NOT_WAITING = frozenset({"length", "max_tokens", "model_context_window_exceeded", "tool_calls", "tool_use"})
 
 
 class Awaiting(BaseModel):
@@ -51,7 +55,7 @@ def detect(agent: AgentTurn) -> Awaiting:
     if any(call.name in INPUT_TOOLS for call in agent.tool_calls):
         return Awaiting(awaiting=True, reason="tool_requires_confirmation", hint=hint)
     finish = response.get("finish_reason")
-    if finish in ("length", "tool_calls"):
+    if finish in _NOT_WAITING:
         return Awaiting(awaiting=False, reason=f"finish_reason_{finish}")
     if looks_like_question(agent.text):
         return Awaiting(awaiting=True, reason="content_is_question", hint=hint)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from tamesu.conversation import Exchange, UserTurn
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, SuiteProblem
 from tamesu.models.base import ModelError, Models
 from tamesu.roles.awaiting import Awaiting, detect
 from tamesu.roles.human import Human
@@ -137,8 +137,9 @@ class CaseUser(UserSimulator):
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         mode = self.mode
         if not exchanges and not self._static and mode != "dynamic":
-            # only loaded this way for the design's error classes (`--yao-errors`): tamesu refuses it at load
-            return UserAction(stop="missing_input", failure="no initial input")
+            # only loaded this way for the design's error classes (`--yao-errors`): tamesu refuses it at load.
+            # Said in the design's words, but the case's to fix, not the agent's failure: it was never asked
+            raise SuiteProblem("no initial input")
         if mode == "standard":
             return self._say_static() if not exchanges else UserAction(stop="script_done")
         if mode == "dynamic":

@@ -1,5 +1,5 @@
-"""JSON text that remembers where things were written, for `file:line:col: path: problem` errors (the walking
-is `tamesu.suite.json_text`'s)."""
+"""JSON lines (the JSONL test cases of `tamesu test`) read value by value, each remembering where it was written,
+for `file:line:col: path: problem` errors (the walking is `tamesu.suite.json_text`'s)."""
 
 from __future__ import annotations
 
