@@ -58,6 +58,18 @@ def credentials(spec: TlsSpec | None) -> grpc.ChannelCredentials:
                                         certificate_chain=chain)
 
 
+def open_channel(url: str, tls_spec: TlsSpec | None = None) -> grpc.aio.Channel:
+    """A channel to a grpc:// or grpcs:// url, its trust as `credentials` makes it, the environment's proxy kept
+    off where `grpc_direct_options` says; `server_name` is the name the certificate must carry."""
+    target, tls = dial_target(url)
+    options: list[tuple[str, str | int]] = [*grpc_direct_options(target)]
+    if not tls:
+        return grpc.aio.insecure_channel(target, options=options)
+    if tls_spec is not None and tls_spec.server_name:
+        options.append(("grpc.ssl_target_name_override", tls_spec.server_name))
+    return grpc.aio.secure_channel(target, credentials(tls_spec), options=options)
+
+
 async def ready(channel: grpc.aio.Channel, timeout: float) -> str:
     """"" when the channel is ready, else why not."""
     loop = asyncio.get_running_loop()

@@ -11,7 +11,8 @@ each message as a delegation, in both directions. Two things are changed, on pur
 - headers: `headers` are added (the real agent's credentials), hop-by-hop ones are not relayed, and with `token`
   the caller's `Authorization` (meant for the proxy) is not passed on.
 A request that went out on a kept-alive connection the real agent had just closed is sent again once on a new
-one (`tamesu.net.aio`), said as a `resent` event naming the agent. gRPC is not forwarded. With `fuzz_tools`
+one (`tamesu.net.aio`), said as a `resent` event naming the agent. A `grpc(s)://` forward is relayed on gRPC
+(`_grpc_relay`), and this app then only says so. With `fuzz_tools`
 naming the agent, everything but the card is answered locally by the scripted executor (`local`), and the card
 too when the real agent cannot be reached; `delay` holds the request, then forwards it.
 """
@@ -46,6 +47,11 @@ class Forwarding(BaseModel):
 
     url: str
     headers: dict[str, str] = {}
+
+    @property
+    def grpc(self) -> bool:
+        """The real agent is reached over gRPC (`grpc://`, `grpcs://`): the proxy relays gRPC, not HTTP."""
+        return self.url.lower().startswith(("grpc://", "grpcs://"))
 
     @property
     def origin(self) -> str:
@@ -88,12 +94,17 @@ class ForwardProxy:
         if scope["type"] != "http":
             return
         body = await _read_body(receive)
+        if self.forwarding.grpc:
+            await _json_answer(send, 404, {"error": {"code": 404, "status": "NOT_FOUND", "message": (
+                f"remote agent {self.name} forwards gRPC ({self.forwarding.url}): call it over gRPC, at "
+                "{{remote." + self.name + ".grpc}}; it relays no HTTP")}})
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         call = read_call(scope["method"], scope["path"], body, headers.get("a2a-version"))
         if self._local is not None and not call.card:
             await self._local(scope, _replay(body), send)  # the scripted executor answers and records
             return
-        delegation = self._delegation(call) if call.message is not None else None
+        delegation = self.delegation(call) if call.message is not None else None
         if delegation is not None and self._hold is not None:
             self._session.event("tool_fuzzed", tool=self.name, mode="delay")
             self._session.count("tools_fuzzed")
@@ -137,7 +148,7 @@ class ForwardProxy:
         headers["accept-encoding"] = "identity"
         return headers
 
-    def _delegation(self, call: Call) -> Delegation:
+    def delegation(self, call: Call) -> Delegation:
         message = call.message or {}
         texts, data = parts_of(message.get("parts") or message.get("content"))
         return Delegation(agent=self.name, message=" ".join(texts), data=data, binding=call.binding,
@@ -166,7 +177,7 @@ class ForwardProxy:
                     with contextlib.suppress(asyncio.CancelledError):
                         await relaying
                     if delegation is not None and id(delegation) not in self._recorded:
-                        self._finish(delegation, reply)
+                        self.finish(delegation, reply)
             if relaying.done() and not relaying.cancelled():
                 relaying.result()
             return
@@ -177,7 +188,7 @@ class ForwardProxy:
             reply.feed_body(body)
             if response.status_code >= 400 and reply.error is None:
                 reply.error, reply.state = f"HTTP {response.status_code}", "error"
-            self._finish(delegation, reply)
+            self.finish(delegation, reply)
         headers.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": body})
@@ -189,10 +200,10 @@ class ForwardProxy:
             for event in reader.feed(chunk):
                 reply.feed(event)
             if delegation is not None and reply.settled and id(delegation) not in self._recorded:
-                self._finish(delegation, reply)  # recorded before the answer leaves, as the scripted agents do
+                self.finish(delegation, reply)  # recorded before the answer leaves, as the scripted agents do
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         if delegation is not None and id(delegation) not in self._recorded:
-            self._finish(delegation, reply)
+            self.finish(delegation, reply)
         await send({"type": "http.response.body", "body": b""})
 
     def _rewritten(self, body: bytes, call: Call) -> bytes:
@@ -206,7 +217,7 @@ class ForwardProxy:
             parsed = rewrite_card(parsed, self.forwarding.origin, self.proxy_origin)
         return json.dumps(parsed).encode()
 
-    def _finish(self, delegation: Delegation, reply: Reply) -> None:
+    def finish(self, delegation: Delegation, reply: Reply) -> None:
         self._recorded.add(id(delegation))
         delegation.reply, delegation.state = reply.text, reply.state or "unknown"
         delegation.reply_data = reply.data
@@ -214,17 +225,25 @@ class ForwardProxy:
         delegation.context_id = reply.context_id or delegation.context_id
         self._record(delegation)
 
-    async def _unreachable(self, send: Send, call: Call, delegation: Delegation | None, exc: httpx.HTTPError) -> None:
-        reason = f"the real agent did not answer: {type(exc).__name__}: {exc}"
+    def unreachable(self, call: Call, delegation: Delegation | None, reason: str) -> None:
+        """Said and recorded: the real agent could not be reached (the run is then an error, `group`)."""
         self._session.event("forward_failed", agent=self.name, url=self.forwarding.url, method=call.method,
                             error=reason)
         if delegation is not None:
             delegation.reply, delegation.state = reason, "error"
             self._record(delegation)
-        body = json.dumps({"error": {"code": 502, "status": "UNAVAILABLE", "message": reason}}).encode()
-        await send({"type": "http.response.start", "status": 502, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+
+    async def _unreachable(self, send: Send, call: Call, delegation: Delegation | None, exc: httpx.HTTPError) -> None:
+        reason = f"the real agent did not answer: {type(exc).__name__}: {exc}"
+        self.unreachable(call, delegation, reason)
+        await _json_answer(send, 502, {"error": {"code": 502, "status": "UNAVAILABLE", "message": reason}})
+
+
+async def _json_answer(send: Send, status: int, answer: object) -> None:
+    body = json.dumps(answer).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -36,9 +36,11 @@ from starlette.types import Receive, Scope, Send
 from tamesu.conversation import Session
 from tamesu.fuzzing import fuzz_for
 from tamesu.net.clients import AsyncClient, client_options
+from tamesu.net.grpc_channels import dial_target, open_channel
 from tamesu.net.serve import LoopServer
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
+from tamesu.remote._grpc_relay import GrpcRelay
 from tamesu.remote.card import Addresses, extended_card, public_card
 from tamesu.remote.executor import Delegation, ScriptedExecutor, refused_delegation
 from tamesu.remote.forward import Forwarding, ForwardProxy
@@ -88,7 +90,7 @@ class RemoteAgentServer:
         self.url = ""
         """The agent's URL: its origin, or with `forward` the origin and the real URL's path (a stand-in)."""
         self.grpc_addr = ""
-
+        self._relay_channel: grpc.aio.Channel | None = None
 
     async def start(self) -> RemoteAgentServer:
         host, port = split_addr(self.spec.addr) if self.spec.addr else ("127.0.0.1", 0)
@@ -102,37 +104,58 @@ class RemoteAgentServer:
         if self.forwarding is not None:
             await self._start_forwarding(self.forwarding)
             return self
-        interceptors = [GrpcGate(self._token, lambda b: self._refused(self.name, b))] if self._token else []
-        self._grpc = grpc.aio.server(interceptors=interceptors)
-        grpc_port = self._grpc.add_insecure_port(f"{host}:0")
-        self.grpc_addr = f"{host}:{grpc_port}"
+        self._grpc, self.grpc_addr = self._grpc_server(host)
         at = Addresses(origin=self.url, grpc=self.grpc_addr)
         public = self._make_handler(at)
-        assert self._handler is not None  # made by _make_handler
-        a2a_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
-            GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
-        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
-            CompatGrpcHandler(self._handler, GrpcTagger("0.3")), self._grpc)
+        self._serve_scripted_grpc(self._grpc)
         self._app.app = self._gated(CardCache(self._starlette(public)))
         await self._grpc.start()
         await self._http.start()
         return self
 
+    def _grpc_server(self, host: str) -> tuple[grpc.aio.Server, str]:
+        interceptors = [GrpcGate(self._token, lambda b: self._refused(self.name, b))] if self._token else []
+        server = grpc.aio.server(interceptors=interceptors)
+        return server, f"{host}:{server.add_insecure_port(f'{host}:0')}"
+
+    def _serve_scripted_grpc(self, server: grpc.aio.Server) -> None:
+        assert self._handler is not None  # made by _make_handler
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
+            GrpcHandler(self._handler, GrpcTagger("1.0")), server)
+        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
+            CompatGrpcHandler(self._handler, GrpcTagger("0.3")), server)
+
     async def _start_forwarding(self, forwarding: Forwarding) -> None:
-        """A recording proxy on the HTTP port and no gRPC server; fuzzed, a local agent behind the proxy."""
+        """A recording proxy on the HTTP port, or with a grpc(s):// forward on a gRPC port (its HTTP port then
+        relays nothing); fuzzed, a local agent behind the proxy."""
         assert self._http is not None
-        self.url = self.origin + forwarding.path
+        self.url = self.origin + ("" if forwarding.grpc else forwarding.path)
         fuzz = fuzz_for(self._session, self.name)
+        hold = fuzz.hold_seconds() if fuzz is not None and fuzz.mode == "delay" else None
         local = None
-        if fuzz is not None and fuzz.mode != "delay":
+        if fuzz is not None and fuzz.mode != "delay" and not forwarding.grpc:
             public = self._make_handler(Addresses(origin=self.origin, grpc=""))
             # the real card may name the JSON-RPC endpoint at the forwarded URL's path: answer there too
             local = self._starlette(public, extra_jsonrpc=(forwarding.path,) if forwarding.path else ())
-        self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, local=local,
-                                   hold=fuzz.hold_seconds() if fuzz is not None and fuzz.mode == "delay" else None,
+        self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, local=local, hold=hold,
                                    keep_authorization=self._token is None)
         self._proxy.proxy_origin = self.origin
         self._app.app = self._gated(self._proxy)
+        if forwarding.grpc:
+            host = split_addr(self.spec.addr)[0] if self.spec.addr else "127.0.0.1"
+            self._grpc, self.grpc_addr = self._grpc_server(host)
+            if fuzz is not None and fuzz.mode != "delay":  # the scripted agent answers, on gRPC as the real would
+                self._make_handler(Addresses(origin=self.origin, grpc=self.grpc_addr))
+                self._serve_scripted_grpc(self._grpc)
+            else:
+                self._relay_channel = open_channel(forwarding.url)
+                proxy = self._proxy
+                relay = GrpcRelay(self.name, self._relay_channel, dial_target(forwarding.url)[0], self._session,
+                                  proxy.delegation, proxy.finish, proxy.unreachable, headers=forwarding.headers,
+                                  keep_authorization=self._token is None, hold=hold)
+                relay.proxy_addr = self.grpc_addr
+                self._grpc.add_generic_rpc_handlers((relay,))
+            await self._grpc.start()
         await self._http.start()
 
     def _gated(self, app: Any) -> Any:
@@ -189,6 +212,9 @@ class RemoteAgentServer:
             handler, self._handler = self._handler, None
             with contextlib.suppress(Exception):
                 await handler.aclose()  # ends tasks still running or waiting for input
+        if self._relay_channel is not None:
+            channel, self._relay_channel = self._relay_channel, None
+            await channel.close()
         if self._proxy is not None:
             proxy, self._proxy = self._proxy, None
             await proxy.aclose()

@@ -54,10 +54,11 @@ class RemoteAgentSpec(Strict):
     """host:port for the HTTP side (a fixed port the agent under test is configured with); default a free port.
     The gRPC side always takes a free port, named on the card."""
     forward: str | None = None
-    """The URL of a real A2A agent (its JSON-RPC endpoint or HTTP+JSON base): this agent then forwards every
-    HTTP request to it and relays the answer unchanged, recording each message as a delegation; templates
-    allowed. `skills` are then only used when `fuzz_tools` names this agent and the real agent's card cannot be
-    read; `reply` and `replies` are refused (the real agent answers, and fuzz_tools' modes with their own words)."""
+    """The URL of a real A2A agent (its JSON-RPC endpoint or HTTP+JSON base, or grpc(s)://host:port for one
+    reached over gRPC): this agent then forwards every request of that binding to it and relays the answer
+    unchanged, recording each message as a delegation; templates allowed. `skills` are then only used when
+    `fuzz_tools` names this agent and the real agent's card cannot be read; `reply` and `replies` are refused
+    (the real agent answers, and fuzz_tools' modes with their own words)."""
     headers: dict[str, str] = Field(default_factory=dict)
     """With `forward`: headers added to every forwarded request (the real agent's credentials); templates
     allowed."""
@@ -66,8 +67,14 @@ class RemoteAgentSpec(Strict):
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         # a template is checked once rendered, when the run starts
-        if value is not None and "{{" not in value and not re.match(r"(?i)https?://[^/\s]+", value):
-            raise ValueError(f"forward: expected an http:// or https:// URL, got {value!r}")
+        if value is None or "{{" in value:
+            return value
+        if re.match(r"(?i)grpcs?://", value):
+            if not re.fullmatch(r"(?i)grpc://[^/\s]+:\d+/?|grpcs://[^/\s]+(:\d+)?/?", value):
+                raise ValueError(f"forward: expected grpc://host:port or grpcs://host[:port] (a gRPC agent is "
+                                 f"reached at an address, not a path), got {value!r}")
+        elif not re.match(r"(?i)https?://[^/\s]+", value):
+            raise ValueError(f"forward: expected an http://, https://, grpc:// or grpcs:// URL, got {value!r}")
         return value
 
     @model_validator(mode="after")
