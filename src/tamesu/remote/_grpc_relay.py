@@ -5,7 +5,7 @@ As the HTTP proxy (`forward`), it relays, it does not re-issue: every call of ei
 request's bytes, and the answer's bytes, status and metadata come back as they are. The proxy decodes a copy
 only to record the delegation. The changes are the HTTP proxy's: a card's gRPC interface at the real agent is
 moved to the proxy (others dropped), `headers` are added as metadata, the caller's `authorization` is not passed
-on when the proxy has its own `token`.
+on when the proxy has its own `token`, and a push config's URL points at the proxy (`_push_relay`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
 from tamesu.conversation import Session
+from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, rewrite_card
 from tamesu.remote.executor import Delegation
 
@@ -62,7 +63,7 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
 
     def __init__(self, name: str, channel: grpc.aio.Channel, real_addr: str, session: Session,
                  delegation: Callable[[Call], Delegation], finish: Callable[[Delegation, Reply], None],
-                 unreachable: Callable[[Call, Delegation | None, str], None],
+                 unreachable: Callable[[Call, Delegation | None, str], None], push: PushRelay,
                  *, headers: dict[str, str], keep_authorization: bool, hold: float | None) -> None:
         self.name = name
         self.proxy_addr = ""
@@ -73,6 +74,7 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
         self._delegation = delegation
         self._finish = finish
         self._unreachable = unreachable
+        self._push = push
         self._headers = {k.lower(): v for k, v in headers.items()}
         self._keep_authorization = keep_authorization
         self._hold = hold
@@ -146,13 +148,18 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
             self._session.event("tool_fuzzed", tool=self.name, mode="delay")
             self._session.count("tools_fuzzed")
             await asyncio.sleep(self._hold)
+        rewritten = self._push.outgoing(payload, method.name)
+        if rewritten is not None:
+            request = ParseDict(rewritten, method.request()).SerializeToString()
         return call, delegation, request
 
     def _answer(self, method: Method, answer: bytes, payload: dict[str, Any]) -> bytes:
-        """The answer as the real agent gave it, but a card pointing at the proxy."""
+        """The answer as the real agent gave it, but a card pointing at the proxy and push URLs as set."""
         changed: object = None
         if method.name in _CARDS:
             changed = rewrite_card(payload, "", "", grpc=(self._real, self.proxy_addr))
+        elif "PushNotificationConfig" in method.name:
+            changed = self._push.incoming(payload)
         if not isinstance(changed, dict) or changed == payload:
             return answer
         return ParseDict(changed, method.response()).SerializeToString()

@@ -4,12 +4,13 @@ Forwarding is done at the HTTP level, not by re-issuing A2A calls: every request
 goes on to the same path at the real agent's origin with its body as is, and the answer comes back with its
 status and body unchanged; an event stream is relayed chunk by chunk as it arrives. So whatever version, method
 or extension the two agents speak passes through, and the proxy only *reads* the traffic (`_wire`) to record
-each message as a delegation, in both directions. Two things are changed, on purpose:
+each message as a delegation, in both directions. Three things are changed, on purpose:
 - cards: interfaces at the real agent's origin are moved to the proxy, others (gRPC) dropped, so the agent under
   test keeps talking through the proxy after reading the card; a card asked under the remote agent's URL (which
   carries the forwarded URL's path) that the real agent does not serve there is fetched from its origin;
 - headers: `headers` are added (the real agent's credentials), hop-by-hop ones are not relayed, and with `token`
-  the caller's `Authorization` (meant for the proxy) is not passed on.
+  the caller's `Authorization` (meant for the proxy) is not passed on;
+- push configs: their URL points at the proxy, which relays the real agent's notifications (`_push_relay`).
 A request that went out on a kept-alive connection the real agent had just closed is sent again once on a new
 one (`tamesu.net.aio`), said as a `resent` event naming the agent. A `grpc(s)://` forward is relayed on gRPC
 (`_grpc_relay`), and this app then only says so. With `fuzz_tools`
@@ -31,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tamesu.conversation import Session
 from tamesu.net.clients import AsyncClient, client_options
+from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
 from tamesu.remote.executor import Delegation
 
@@ -76,6 +78,8 @@ class ForwardProxy:
         self._local = local
         self._hold = hold
         self._keep_authorization = keep_authorization
+        self.push = PushRelay(name, session)
+        """Push configs pointed at the proxy, the real agent's notifications relayed to the orchestrator."""
         self._recorded: set[int] = set()
         """Each delegation once (by identity; the group keeps them alive): a stream's is recorded as soon as it
         settles, or when it ends or is dropped."""
@@ -86,6 +90,7 @@ class ForwardProxy:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        await self.push.aclose()
 
     def _resent(self, request: httpx.Request, reason: str) -> None:
         self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
@@ -109,6 +114,7 @@ class ForwardProxy:
             self._session.event("tool_fuzzed", tool=self.name, mode="delay")
             self._session.count("tools_fuzzed")
             await asyncio.sleep(self._hold)
+        body = self.push.outgoing_body(body, call.method)
         query = scope.get("query_string", b"").decode("latin-1")
         url = self.forwarding.origin + scope["path"] + (f"?{query}" if query else "")
         request = self._client.build_request(scope["method"], url, content=body, headers=self._outgoing(headers))
@@ -181,7 +187,7 @@ class ForwardProxy:
             if relaying.done() and not relaying.cancelled():
                 relaying.result()
             return
-        body = await response.aread()
+        body = self.push.incoming_bytes(await response.aread())
         if call.card and response.status_code == 200:
             body = self._rewritten(body, call)
         if delegation is not None:

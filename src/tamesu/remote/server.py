@@ -31,7 +31,7 @@ from a2a.types.a2a_pb2 import AgentCard, SendMessageRequest
 from a2a.utils.errors import A2AError
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tamesu.conversation import Session
 from tamesu.fuzzing import fuzz_for
@@ -60,7 +60,7 @@ class _Later:
     """An ASGI app given after the socket is bound: the app's card needs the port the socket got."""
 
     def __init__(self) -> None:
-        self.app: Starlette | None = None
+        self.app: ASGIApp | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         assert self.app is not None, "served before the app was set"
@@ -139,8 +139,8 @@ class RemoteAgentServer:
             local = self._starlette(public, extra_jsonrpc=(forwarding.path,) if forwarding.path else ())
         self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, local=local, hold=hold,
                                    keep_authorization=self._token is None)
-        self._proxy.proxy_origin = self.origin
-        self._app.app = self._gated(self._proxy)
+        self._proxy.proxy_origin = self._proxy.push.proxy_origin = self.origin
+        self._app.app = self._proxy.push.wrap(self._gated(self._proxy))
         if forwarding.grpc:
             host = split_addr(self.spec.addr)[0] if self.spec.addr else "127.0.0.1"
             self._grpc, self.grpc_addr = self._grpc_server(host)
@@ -151,8 +151,8 @@ class RemoteAgentServer:
                 self._relay_channel = open_channel(forwarding.url)
                 proxy = self._proxy
                 relay = GrpcRelay(self.name, self._relay_channel, dial_target(forwarding.url)[0], self._session,
-                                  proxy.delegation, proxy.finish, proxy.unreachable, headers=forwarding.headers,
-                                  keep_authorization=self._token is None, hold=hold)
+                                  proxy.delegation, proxy.finish, proxy.unreachable, proxy.push,
+                                  headers=forwarding.headers, keep_authorization=self._token is None, hold=hold)
                 relay.proxy_addr = self.grpc_addr
                 self._grpc.add_generic_rpc_handlers((relay,))
             await self._grpc.start()
