@@ -22,6 +22,7 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
 from tamesu.conversation import Session
+from tamesu.net.grpc_channels import tls_words
 from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, rewrite_card
 from tamesu.remote.executor import Delegation
@@ -64,7 +65,8 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
     def __init__(self, name: str, channel: grpc.aio.Channel, real_addr: str, session: Session,
                  delegation: Callable[[Call], Delegation], finish: Callable[[Delegation, Reply], None],
                  unreachable: Callable[[Call, Delegation | None, str], None], push: PushRelay,
-                 *, headers: dict[str, str], keep_authorization: bool, hold: float | None) -> None:
+                 *, headers: dict[str, str], keep_authorization: bool, hold: float | None,
+                 closed_hint: str = "") -> None:
         self.name = name
         self.proxy_addr = ""
         """Set once the proxy's gRPC port is bound: a card's gRPC interface is moved there."""
@@ -75,6 +77,8 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
         self._finish = finish
         self._unreachable = unreachable
         self._push = push
+        self._closed_hint = closed_hint
+        """Said after a connection the real agent closed: with TLS and no client certificate, the likely why."""
         self._headers = {k.lower(): v for k, v in headers.items()}
         self._keep_authorization = keep_authorization
         self._hold = hold
@@ -173,7 +177,11 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
     async def _failed(self, context: grpc.aio.ServicerContext, call: Call, delegation: Delegation | None,
                       exc: grpc.aio.AioRpcError, reply: Reply) -> None:
         if exc.code() == grpc.StatusCode.UNAVAILABLE:  # no connection to the real agent
-            self._unreachable(call, delegation, f"the real agent did not answer: UNAVAILABLE: {exc.details()}")
+            details = exc.details() or ""
+            reason = tls_words(details) or f"UNAVAILABLE: {details}"
+            if self._closed_hint and ("socket closed" in details.lower() or "reset" in details.lower()):
+                reason += self._closed_hint
+            self._unreachable(call, delegation, f"the real agent did not answer: {reason}")
         else:
             self._event(call, exc.code().name)
             if delegation is not None:

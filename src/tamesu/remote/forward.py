@@ -31,7 +31,8 @@ from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tamesu.conversation import Session
-from tamesu.net.clients import AsyncClient, client_options
+from tamesu.net.clients import AsyncClient, client_options, os_reason
+from tamesu.net.tls import TlsSpec
 from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
 from tamesu.remote.executor import Delegation
@@ -49,6 +50,8 @@ class Forwarding(BaseModel):
 
     url: str
     headers: dict[str, str] = {}
+    tls: TlsSpec | None = None
+    """Trust and a client certificate for the connection to the real agent."""
 
     @property
     def grpc(self) -> bool:
@@ -85,7 +88,7 @@ class ForwardProxy:
         settles, or when it ends or is dropped."""
         # one client for the agent's life, its connections kept alive between calls: a call that went out on
         # one the real agent had just closed (its keep-alive time ran out between two delegations) is sent again
-        self._client = AsyncClient(**client_options(on_resend=self._resent),
+        self._client = AsyncClient(**client_options(tls=forwarding.tls, on_resend=self._resent),
                                          timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
 
     async def aclose(self) -> None:
@@ -240,7 +243,8 @@ class ForwardProxy:
             self._record(delegation)
 
     async def _unreachable(self, send: Send, call: Call, delegation: Delegation | None, exc: httpx.HTTPError) -> None:
-        reason = f"the real agent did not answer: {type(exc).__name__}: {exc}"
+        # the reason in a user's words (a TLS failure's, the system's), the URL naming the host beside it
+        reason = f"the real agent did not answer: {type(exc).__name__}: {os_reason(exc)}"
         self.unreachable(call, delegation, reason)
         await _json_answer(send, 502, {"error": {"code": 502, "status": "UNAVAILABLE", "message": reason}})
 

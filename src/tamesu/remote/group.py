@@ -86,11 +86,11 @@ class RemoteAgents:
         except TemplateError as exc:
             raise InfraError(f"remote agent {name}: forward: {exc}") from exc
         try:
-            RemoteAgentSpec.model_validate({"forward": url})
+            RemoteAgentSpec.model_validate({"forward": url, "tls": spec.tls})
         except ValueError as exc:  # written as a template: checked as it rendered
             problem = str(exc.errors()[0]["msg"]) if isinstance(exc, ValidationError) else str(exc)
             raise InfraError(f"remote agent {name}: {problem.removeprefix('Value error, ')}") from None
-        return Forwarding(url=url, headers=headers)
+        return Forwarding(url=url, headers=headers, tls=spec.tls)
 
     async def stop(self) -> None:
         servers, self.servers = list(reversed(self.servers)), []

@@ -34,10 +34,12 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tamesu.conversation import Session
+from tamesu.errors import InfraError
 from tamesu.fuzzing import fuzz_for
 from tamesu.net.clients import AsyncClient, client_options
 from tamesu.net.grpc_channels import dial_target, open_channel
 from tamesu.net.serve import LoopServer
+from tamesu.net.tls import TlsError
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
 from tamesu.remote._grpc_relay import GrpcRelay
@@ -137,8 +139,12 @@ class RemoteAgentServer:
             public = self._make_handler(Addresses(origin=self.origin, grpc=""))
             # the real card may name the JSON-RPC endpoint at the forwarded URL's path: answer there too
             local = self._starlette(public, extra_jsonrpc=(forwarding.path,) if forwarding.path else ())
-        self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, local=local, hold=hold,
-                                   keep_authorization=self._token is None)
+        try:  # a tls: block's files are read here
+            self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, local=local, hold=hold,
+                                       keep_authorization=self._token is None)
+            self._relay_channel = open_channel(forwarding.url, forwarding.tls) if forwarding.grpc else None
+        except TlsError as exc:
+            raise InfraError(f"remote agent {self.name}: {exc}") from None
         self._proxy.proxy_origin = self._proxy.push.proxy_origin = self.origin
         self._app.app = self._proxy.push.wrap(self._gated(self._proxy))
         if forwarding.grpc:
@@ -148,11 +154,12 @@ class RemoteAgentServer:
                 self._make_handler(Addresses(origin=self.origin, grpc=self.grpc_addr))
                 self._serve_scripted_grpc(self._grpc)
             else:
-                self._relay_channel = open_channel(forwarding.url)
+                assert self._relay_channel is not None
                 proxy = self._proxy
                 relay = GrpcRelay(self.name, self._relay_channel, dial_target(forwarding.url)[0], self._session,
                                   proxy.delegation, proxy.finish, proxy.unreachable, proxy.push,
-                                  headers=forwarding.headers, keep_authorization=self._token is None, hold=hold)
+                                  headers=forwarding.headers, keep_authorization=self._token is None, hold=hold,
+                                  closed_hint=_closed_hint(forwarding))
                 relay.proxy_addr = self.grpc_addr
                 self._grpc.add_generic_rpc_handlers((relay,))
             await self._grpc.start()
@@ -221,6 +228,14 @@ class RemoteAgentServer:
         if self._push_client is not None:
             client, self._push_client = self._push_client, None
             await client.aclose()
+
+
+def _closed_hint(forwarding: Forwarding) -> str:
+    """gRPC says only "Socket closed" when a TLS server refused a channel without a client certificate."""
+    if not forwarding.url.lower().startswith("grpcs://") or (forwarding.tls and forwarding.tls.cert_file):
+        return ""
+    return ("; a TLS server that requires a client certificate closes the connection so: give tls.cert_file and "
+            "tls.key_file")
 
 
 async def _stop_grpc(server: grpc.aio.Server) -> None:

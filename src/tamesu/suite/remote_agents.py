@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+# the `tls:` block as a target's (`tamesu.net.tls`): a suite describes, it does not import what connects
+from tamesu.models.spec import TlsSpec
 from tamesu.suite.patterns import Pattern
 from tamesu.types import HostPort, Strict
 
@@ -63,6 +65,10 @@ class RemoteAgentSpec(Strict):
     """With `forward`: headers added to every forwarded request (the real agent's credentials); templates
     allowed."""
 
+    tls: TlsSpec | None = None
+    """With an https:// or grpcs:// `forward`: trust and a client certificate for the connection to the real
+    agent, as a target's `tls:` block (`ca_file`, `cert_file` + `key_file`, `server_name`, `verify`)."""
+
     @field_validator("forward")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
@@ -81,6 +87,11 @@ class RemoteAgentSpec(Strict):
     def _headers_need_forward(self) -> RemoteAgentSpec:
         if self.headers and self.forward is None:
             raise ValueError("headers only apply with forward: the headers sent to the real agent")
+        if self.tls is not None:
+            if self.forward is None:
+                raise ValueError("tls only applies with forward: the connection to the real agent")
+            if problem := forward_tls_problem(self.forward, self.tls):
+                raise ValueError(problem)
         if self.forward is not None and ("reply" in self.model_fields_set or self.replies):
             raise ValueError("reply and replies do not apply with forward: the real agent answers (and with "
                              "fuzz_tools naming this agent, the fuzz mode's own words)")
@@ -91,3 +102,15 @@ class RemoteAgentSpec(Strict):
             if reply.when is None or re.search(reply.when, text):
                 return reply
         return ReplySpec(say=self.reply)
+
+
+def forward_tls_problem(forward: str, tls: TlsSpec) -> str | None:
+    """Why a `tls:` block cannot apply to `forward` (checked again once a template renders), or None."""
+    scheme = forward.lower().partition("://")[0]
+    if scheme in ("http", "grpc"):
+        return (f"tls is for an https:// or grpcs:// forward: {scheme}:// is plaintext, and the block would be "
+                "used for nothing")
+    if scheme == "grpcs" and not tls.verify:
+        return ("tls.verify: false is not possible over gRPC (grpc-python checks every certificate): give the "
+                "real agent's CA as tls.ca_file")
+    return None
