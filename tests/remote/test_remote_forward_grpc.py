@@ -7,6 +7,7 @@ real agent answers, byte for byte; both sides record the same messages.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -212,3 +213,58 @@ def test_a_binding_the_proxy_does_not_relay_is_refused_where_written(
     assert done.returncode == 2, done.stdout + done.stderr
     line = next(line for line in (done.stdout + done.stderr).splitlines() if said in line)
     assert line.startswith("f.tamesu.yaml:5:26: targets.rpc.url: bad template"), line
+
+
+RUN_SUITE = """\
+remote_agents:
+  real_billing:
+    skills: [refund]
+    replies: [{ when: "(?i)refund", say: "Refund of 42 euros issued, reference RF-889" }]
+  billing: { forward: "grpc://{{remote.real_billing.grpc}}" }
+targets:
+  through: { type: a2a, url: "grpc://{{remote.billing.grpc}}" }
+tests:
+  - name: refund over grpc through the proxy
+    target: through
+    scenario: { script: [{ say: "I want a refund for order ORD-1001" }] }
+    assert:
+      - contains: "RF-889"
+"""
+
+
+def test_a_run_reaches_the_real_agent_over_grpc_through_the_proxy(tamesu: Any, tmp_path: Path) -> None:
+    # tamesu's own a2a target over gRPC in the orchestrator's seat: it reads the card through the proxy (gRPC's
+    # card call), follows the gRPC interface the proxy moved to itself, and the real agent answers
+    (tmp_path / "g.tamesu.yaml").write_text(RUN_SUITE, encoding="utf-8")
+    done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(next((tmp_path / "out").glob("*/*/refund-over-grpc-through-the-proxy/run-1/result.json"))
+                        .read_text())
+    delegated = [e["data"] for e in result["events"] if e["name"] == "delegated"]
+    assert {(e["agent"], e["binding"], e["reply"]) for e in delegated} == {
+        ("billing", "grpc", "Refund of 42 euros issued, reference RF-889"),
+        ("real_billing", "grpc", "Refund of 42 euros issued, reference RF-889")}, delegated
+    card = next(e["data"] for e in result["events"] if e["name"] == "forwarded")
+    assert (card["method"], card["status"]) == ("GetExtendedAgentCard", "OK")
+
+
+def test_a_run_whose_grpc_forward_cannot_reach_the_real_agent_is_an_error(tamesu: Any, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as spare:  # held bound, never listening: refused
+        spare.bind(("127.0.0.1", 0))
+        port = spare.getsockname()[1]
+        (tmp_path / "g.tamesu.yaml").write_text(f"""\
+remote_agents:
+  billing: {{ forward: "grpc://127.0.0.1:{port}" }}
+targets:
+  through: {{ type: a2a, url: "grpc://{{{{remote.billing.grpc}}}}" }}
+tests:
+  - {{ name: t, target: through, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: x }} ] }}
+""", encoding="utf-8")
+        done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    # the a2a target tells of an UNAVAILABLE proxy; what it relays names the real agent and why
+    assert f"remote agent billing: forward to grpc://127.0.0.1:{port}: the real agent did not answer: " \
+           "UNAVAILABLE: Connection refused" in done.stdout, done.stdout
+    assert "fault: environment" in done.stdout

@@ -22,7 +22,7 @@ from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 
 from tamesu.conversation import Session
-from tamesu.net.grpc_channels import tls_words
+from tamesu.net.grpc_channels import dial_target, tls_words
 from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, rewrite_card
 from tamesu.remote.executor import Delegation
@@ -60,9 +60,9 @@ Record = Callable[[Call, Delegation | None, Reply], None]
 
 
 class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no types
-    """The proxy's gRPC handlers: every A2A method relayed over `channel` to the real agent at `real_addr`."""
+    """The proxy's gRPC handlers: every A2A method relayed over `channel` to the real agent at `real_url`."""
 
-    def __init__(self, name: str, channel: grpc.aio.Channel, real_addr: str, session: Session,
+    def __init__(self, name: str, channel: grpc.aio.Channel, real_url: str, session: Session,
                  delegation: Callable[[Call], Delegation], finish: Callable[[Delegation, Reply], None],
                  unreachable: Callable[[Call, Delegation | None, str], None], push: PushRelay,
                  *, headers: dict[str, str], keep_authorization: bool, hold: float | None,
@@ -71,7 +71,8 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
         self.proxy_addr = ""
         """Set once the proxy's gRPC port is bound: a card's gRPC interface is moved there."""
         self._channel = channel
-        self._real = real_addr
+        self._url = real_url
+        self._real = dial_target(real_url)[0]
         self._session = session
         self._delegation = delegation
         self._finish = finish
@@ -178,10 +179,18 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
                       exc: grpc.aio.AioRpcError, reply: Reply) -> None:
         if exc.code() == grpc.StatusCode.UNAVAILABLE:  # no connection to the real agent
             details = exc.details() or ""
-            reason = tls_words(details) or f"UNAVAILABLE: {details}"
+            # gRPC's core says every layer ("failed to connect to all addresses; last error: UNKNOWN: ipv4:...:
+            # Failed to connect to remote host: Connection refused"): the last is the why
+            last = details.rsplit(": ", 1)[-1] if details.startswith("failed to connect to all") else details
+            reason = tls_words(details) or f"UNAVAILABLE: {last}"
             if self._closed_hint and ("socket closed" in details.lower() or "reset" in details.lower()):
                 reason += self._closed_hint
-            self._unreachable(call, delegation, f"the real agent did not answer: {reason}")
+            reason = f"the real agent did not answer: {reason}"
+            self._unreachable(call, delegation, reason)
+            # the caller is told what broke in the line the run ends with: its UNAVAILABLE would otherwise read
+            # as a proxy it could not reach (the a2a target's "cannot reach <proxy>")
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"remote agent {self.name}: forward to {self._url}: "
+                                f"{reason}")
         else:
             self._event(call, exc.code().name)
             if delegation is not None:

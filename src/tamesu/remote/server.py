@@ -37,7 +37,7 @@ from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.fuzzing import fuzz_for
 from tamesu.net.clients import AsyncClient, client_options
-from tamesu.net.grpc_channels import dial_target, open_channel
+from tamesu.net.grpc_channels import open_channel
 from tamesu.net.serve import LoopServer
 from tamesu.net.tls import TlsError
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
@@ -156,7 +156,7 @@ class RemoteAgentServer:
             else:
                 assert self._relay_channel is not None
                 proxy = self._proxy
-                relay = GrpcRelay(self.name, self._relay_channel, dial_target(forwarding.url)[0], self._session,
+                relay = GrpcRelay(self.name, self._relay_channel, forwarding.url, self._session,
                                   proxy.delegation, proxy.finish, proxy.unreachable, proxy.push,
                                   headers=forwarding.headers, keep_authorization=self._token is None, hold=hold,
                                   closed_hint=_closed_hint(forwarding))
