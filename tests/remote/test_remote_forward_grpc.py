@@ -268,3 +268,27 @@ tests:
     assert f"remote agent billing: forward to grpc://127.0.0.1:{port}: the real agent did not answer: " \
            "UNAVAILABLE: Connection refused" in done.stdout, done.stdout
     assert "fault: environment" in done.stdout
+
+
+async def test_a_stream_the_real_agent_leaves_silent_ends_in_a_deadline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: the bound between two messages ended in a TimeoutError out of the handler: gRPC's UNKNOWN and a
+    # traceback in the log, the delegation never recorded
+    from tamesu.remote import _grpc_relay
+
+    monkeypatch.setattr(_grpc_relay, "READ_TIMEOUT", 0.5)
+    async with agents(tmp_path / "real", {"billing": BILLING}, fuzz={"billing": {"mode": "delay", "delay": "30s"}}
+                      ) as real:
+        real_grpc = real.urls["billing"]["grpc"]
+        async with agents(tmp_path / "proxy", {"billing": {"forward": f"grpc://{real_grpc}"}}) as proxy, \
+                grpc.aio.insecure_channel(proxy.urls["billing"]["grpc"]) as channel:
+            sent = a2a_pb2.SendMessageRequest(message=request("refund ORD-8").message).SerializeToString()
+            stream = channel.unary_stream("/lf.a2a.v1.A2AService/SendStreamingMessage")(sent, timeout=20)
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                async for _ in stream:
+                    pass
+    assert ended.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert ended.value.details() == "the real agent sent nothing for 0.5s"
+    [delegation] = proxy.delegations
+    assert (delegation.message, delegation.state, delegation.reply) == (
+        "refund ORD-8", "error", "the real agent sent nothing for 0.5s")

@@ -134,6 +134,14 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
             except grpc.aio.AioRpcError as exc:
                 recorded = True
                 await self._failed(context, call, delegation, exc, reply)
+            except TimeoutError:
+                recorded = True
+                said = f"the real agent sent nothing for {READ_TIMEOUT:g}s"
+                self._event(call, "DEADLINE_EXCEEDED")
+                if delegation is not None:
+                    reply.error, reply.state = said, "error"
+                    self._finish(delegation, reply)
+                await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, said)
             finally:
                 remote.cancel()  # the caller left, or the stream ended: nothing more to read
                 if delegation is not None and not recorded:
@@ -189,8 +197,8 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
             self._unreachable(call, delegation, reason)
             # the caller is told what broke in the line the run ends with: its UNAVAILABLE would otherwise read
             # as a proxy it could not reach (the a2a target's "cannot reach <proxy>")
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"remote agent {self.name}: forward to {self._url}: "
-                                f"{reason}")
+            said = f"remote agent {self.name}: forward to {self._url}: {reason}"
+            await context.abort(grpc.StatusCode.UNAVAILABLE, self._session.redactor.text(said))
         else:
             self._event(call, exc.code().name)
             if delegation is not None:
