@@ -46,7 +46,13 @@ class PushRelay:
         self._session = session
         self._by_key: dict[str, str] = {}
         self._by_url: dict[str, str] = {}
-        self._client = AsyncClient(**client_options(), timeout=PUSH_TIMEOUT, total=PUSH_TIMEOUT)
+        # kept alive between pushes: one that went out on a connection the listener had just closed is sent
+        # again once, and said (`resent`), as the scripted agents' own pushes are
+        self._client = AsyncClient(**client_options(on_resend=self._resent), timeout=PUSH_TIMEOUT,
+                                   total=PUSH_TIMEOUT)
+
+    def _resent(self, request: httpx.Request, reason: str) -> None:
+        self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
 
     async def aclose(self) -> None:
         await self._client.aclose()
