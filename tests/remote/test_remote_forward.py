@@ -251,7 +251,7 @@ def test_forward_and_headers_are_checked_when_the_suite_loads() -> None:
 
     from tamesu.suite.remote_agents import RemoteAgentSpec
 
-    with pytest.raises(ValidationError, match="http:// or https://"):
+    with pytest.raises(ValidationError, match="http://, https://, grpc:// or grpcs:// URL"):
         RemoteAgentSpec.model_validate({"forward": "ftp://billing"})
     with pytest.raises(ValidationError, match="headers only apply with forward"):
         RemoteAgentSpec.model_validate({"headers": {"X": "y"}})

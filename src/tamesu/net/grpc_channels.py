@@ -58,6 +58,36 @@ def credentials(spec: TlsSpec | None) -> grpc.ChannelCredentials:
                                         certificate_chain=chain)
 
 
+def open_channel(url: str, tls_spec: TlsSpec | None = None) -> grpc.aio.Channel:
+    """A channel to a grpc:// or grpcs:// url, its trust as `credentials` makes it, the environment's proxy kept
+    off where `grpc_direct_options` says; `server_name` is the name the certificate must carry."""
+    target, tls = dial_target(url)
+    options: list[tuple[str, str | int]] = [*grpc_direct_options(target)]
+    if not tls:
+        return grpc.aio.insecure_channel(target, options=options)
+    if tls_spec is not None and tls_spec.server_name:
+        options.append(("grpc.ssl_target_name_override", tls_spec.server_name))
+    return grpc.aio.secure_channel(target, credentials(tls_spec), options=options)
+
+
+def tls_words(details: str) -> str | None:
+    """A failed call's `details` as `tls_reason` words when a TLS handshake failed (gRPC's core says it in
+    OpenSSL's words, in a line that runs through every layer), else None."""
+    said = details.lower()
+    if "handshake failed" not in said and "certificate_verify_failed" not in said and \
+            "verification check failed" not in said:
+        return None
+    if "peer name" in said or "hostname" in said or "ip address mismatch" in said:
+        return "TLS: the certificate is for another host (tls.server_name: the name it carries)"
+    if "expired" in said:
+        return "TLS: the certificate has expired"
+    if "certificate_verify_failed" in said:
+        return "TLS: the certificate's CA is not trusted (give it with tls.ca_file or SSL_CERT_FILE)"
+    last = details.removesuffix(": OK").rsplit(": ", 1)[-1].strip()
+    return (f"TLS handshake failed ({last}): if the server requires a client certificate, give it as tls.cert_file "
+            "and tls.key_file")
+
+
 async def ready(channel: grpc.aio.Channel, timeout: float) -> str:
     """"" when the channel is ready, else why not."""
     loop = asyncio.get_running_loop()

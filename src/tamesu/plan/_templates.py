@@ -172,6 +172,17 @@ def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:
         return f"no remote agent {name!r} (remote_agents: {', '.join(declared) or 'none declared'})"
     if field_name not in _REMOTE_FIELDS:
         return f"a remote agent has {', '.join(_REMOTE_FIELDS)}"
+    forward = declared[name].forward
+    if forward is None or "{{" in forward:
+        return None
+    # a forwarding agent relays the binding it forwards to, unchanged: it translates none into another
+    over_grpc = forward.lower().startswith(("grpc://", "grpcs://"))
+    if over_grpc and field_name in ("url", "card"):
+        return (f"remote agent {name} forwards to a gRPC agent ({forward}): it serves no HTTP card or endpoint "
+                f"(call it at {{{{remote.{name}.grpc}}}})")
+    if not over_grpc and field_name == "grpc":
+        return (f"remote agent {name} forwards to an HTTP agent ({forward}): it serves no gRPC (call it at "
+                f"{{{{remote.{name}.url}}}}, or forward to the real agent's grpc:// address)")
     return None
 
 

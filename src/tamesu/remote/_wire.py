@@ -202,17 +202,22 @@ class SseReader:
         return events
 
 
-def rewrite_card(card: object, real_origin: str, proxy_origin: str) -> object:
-    """The card with every interface at the real agent's origin moved to the proxy's. Interfaces elsewhere (gRPC,
-    other hosts) are dropped: the proxy relays HTTP only, and a caller taking one of them would go round it."""
+def rewrite_card(card: object, real_origin: str, proxy_origin: str, *,
+                 grpc: tuple[str, str] | None = None) -> object:
+    """The card with every interface at the real agent moved to the proxy: HTTP ones at `real_origin` to
+    `proxy_origin`, and with `grpc` (real host:port, proxy's host:port) the gRPC one naming the real address, in
+    whatever form the card writes it (bare, `grpc://`, 0.3's `dns://`). Interfaces elsewhere are dropped: the proxy
+    relays one binding, and a caller taking another would go round it (`docs/remote-agents.md`)."""
     if not isinstance(card, dict):
         return card
 
     def moved(url: object) -> str | None:
-        if not isinstance(url, str):
+        if not isinstance(url, str) or not url:
             return None
-        if url == real_origin or url.startswith(real_origin + "/"):
+        if real_origin and (url == real_origin or url.startswith(real_origin + "/")):
             return proxy_origin + url[len(real_origin):]
+        if grpc is not None and (url == grpc[0] or url.endswith("/" + grpc[0])):
+            return url.replace(grpc[0], grpc[1])
         return None
 
     card = dict(card)

@@ -4,14 +4,16 @@ Forwarding is done at the HTTP level, not by re-issuing A2A calls: every request
 goes on to the same path at the real agent's origin with its body as is, and the answer comes back with its
 status and body unchanged; an event stream is relayed chunk by chunk as it arrives. So whatever version, method
 or extension the two agents speak passes through, and the proxy only *reads* the traffic (`_wire`) to record
-each message as a delegation, in both directions. Two things are changed, on purpose:
+each message as a delegation, in both directions. Three things are changed, on purpose:
 - cards: interfaces at the real agent's origin are moved to the proxy, others (gRPC) dropped, so the agent under
   test keeps talking through the proxy after reading the card; a card asked under the remote agent's URL (which
   carries the forwarded URL's path) that the real agent does not serve there is fetched from its origin;
 - headers: `headers` are added (the real agent's credentials), hop-by-hop ones are not relayed, and with `token`
-  the caller's `Authorization` (meant for the proxy) is not passed on.
+  the caller's `Authorization` (meant for the proxy) is not passed on;
+- push configs: their URL points at the proxy, which relays the real agent's notifications (`_push_relay`).
 A request that went out on a kept-alive connection the real agent had just closed is sent again once on a new
-one (`tamesu.net.aio`), said as a `resent` event naming the agent. gRPC is not forwarded. With `fuzz_tools`
+one (`tamesu.net.aio`), said as a `resent` event naming the agent. A `grpc(s)://` forward is relayed on gRPC
+(`_grpc_relay`), and this app then only says so. With `fuzz_tools`
 naming the agent, everything but the card is answered locally by the scripted executor (`local`), and the card
 too when the real agent cannot be reached; `delay` holds the request, then forwards it.
 """
@@ -29,7 +31,9 @@ from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tamesu.conversation import Session
-from tamesu.net.clients import AsyncClient, client_options
+from tamesu.net.clients import AsyncClient, client_options, os_reason
+from tamesu.net.tls import TlsSpec
+from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
 from tamesu.remote.executor import Delegation
 
@@ -46,6 +50,13 @@ class Forwarding(BaseModel):
 
     url: str
     headers: dict[str, str] = {}
+    tls: TlsSpec | None = None
+    """Trust and a client certificate for the connection to the real agent."""
+
+    @property
+    def grpc(self) -> bool:
+        """The real agent is reached over gRPC (`grpc://`, `grpcs://`): the proxy relays gRPC, not HTTP."""
+        return self.url.lower().startswith(("grpc://", "grpcs://"))
 
     @property
     def origin(self) -> str:
@@ -70,16 +81,19 @@ class ForwardProxy:
         self._local = local
         self._hold = hold
         self._keep_authorization = keep_authorization
+        self.push = PushRelay(name, session)
+        """Push configs pointed at the proxy, the real agent's notifications relayed to the orchestrator."""
         self._recorded: set[int] = set()
         """Each delegation once (by identity; the group keeps them alive): a stream's is recorded as soon as it
         settles, or when it ends or is dropped."""
         # one client for the agent's life, its connections kept alive between calls: a call that went out on
         # one the real agent had just closed (its keep-alive time ran out between two delegations) is sent again
-        self._client = AsyncClient(**client_options(on_resend=self._resent),
+        self._client = AsyncClient(**client_options(tls=forwarding.tls, on_resend=self._resent),
                                          timeout=httpx.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT))
 
     async def aclose(self) -> None:
         await self._client.aclose()
+        await self.push.aclose()
 
     def _resent(self, request: httpx.Request, reason: str) -> None:
         self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
@@ -88,16 +102,22 @@ class ForwardProxy:
         if scope["type"] != "http":
             return
         body = await _read_body(receive)
+        if self.forwarding.grpc:
+            await _json_answer(send, 404, {"error": {"code": 404, "status": "NOT_FOUND", "message": (
+                f"remote agent {self.name} forwards gRPC ({self.forwarding.url}): call it over gRPC, at "
+                "{{remote." + self.name + ".grpc}}; it relays no HTTP")}})
+            return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         call = read_call(scope["method"], scope["path"], body, headers.get("a2a-version"))
         if self._local is not None and not call.card:
             await self._local(scope, _replay(body), send)  # the scripted executor answers and records
             return
-        delegation = self._delegation(call) if call.message is not None else None
+        delegation = self.delegation(call) if call.message is not None else None
         if delegation is not None and self._hold is not None:
             self._session.event("tool_fuzzed", tool=self.name, mode="delay")
             self._session.count("tools_fuzzed")
             await asyncio.sleep(self._hold)
+        body = self.push.outgoing_body(body, call.method)
         query = scope.get("query_string", b"").decode("latin-1")
         url = self.forwarding.origin + scope["path"] + (f"?{query}" if query else "")
         request = self._client.build_request(scope["method"], url, content=body, headers=self._outgoing(headers))
@@ -137,7 +157,7 @@ class ForwardProxy:
         headers["accept-encoding"] = "identity"
         return headers
 
-    def _delegation(self, call: Call) -> Delegation:
+    def delegation(self, call: Call) -> Delegation:
         message = call.message or {}
         texts, data = parts_of(message.get("parts") or message.get("content"))
         return Delegation(agent=self.name, message=" ".join(texts), data=data, binding=call.binding,
@@ -166,18 +186,18 @@ class ForwardProxy:
                     with contextlib.suppress(asyncio.CancelledError):
                         await relaying
                     if delegation is not None and id(delegation) not in self._recorded:
-                        self._finish(delegation, reply)
+                        self.finish(delegation, reply)
             if relaying.done() and not relaying.cancelled():
                 relaying.result()
             return
-        body = await response.aread()
+        body = self.push.incoming_bytes(await response.aread())
         if call.card and response.status_code == 200:
             body = self._rewritten(body, call)
         if delegation is not None:
             reply.feed_body(body)
             if response.status_code >= 400 and reply.error is None:
                 reply.error, reply.state = f"HTTP {response.status_code}", "error"
-            self._finish(delegation, reply)
+            self.finish(delegation, reply)
         headers.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
         await send({"type": "http.response.body", "body": body})
@@ -189,10 +209,10 @@ class ForwardProxy:
             for event in reader.feed(chunk):
                 reply.feed(event)
             if delegation is not None and reply.settled and id(delegation) not in self._recorded:
-                self._finish(delegation, reply)  # recorded before the answer leaves, as the scripted agents do
+                self.finish(delegation, reply)  # recorded before the answer leaves, as the scripted agents do
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         if delegation is not None and id(delegation) not in self._recorded:
-            self._finish(delegation, reply)
+            self.finish(delegation, reply)
         await send({"type": "http.response.body", "body": b""})
 
     def _rewritten(self, body: bytes, call: Call) -> bytes:
@@ -206,7 +226,7 @@ class ForwardProxy:
             parsed = rewrite_card(parsed, self.forwarding.origin, self.proxy_origin)
         return json.dumps(parsed).encode()
 
-    def _finish(self, delegation: Delegation, reply: Reply) -> None:
+    def finish(self, delegation: Delegation, reply: Reply) -> None:
         self._recorded.add(id(delegation))
         delegation.reply, delegation.state = reply.text, reply.state or "unknown"
         delegation.reply_data = reply.data
@@ -214,17 +234,26 @@ class ForwardProxy:
         delegation.context_id = reply.context_id or delegation.context_id
         self._record(delegation)
 
-    async def _unreachable(self, send: Send, call: Call, delegation: Delegation | None, exc: httpx.HTTPError) -> None:
-        reason = f"the real agent did not answer: {type(exc).__name__}: {exc}"
+    def unreachable(self, call: Call, delegation: Delegation | None, reason: str) -> None:
+        """Said and recorded: the real agent could not be reached (the run is then an error, `group`)."""
         self._session.event("forward_failed", agent=self.name, url=self.forwarding.url, method=call.method,
                             error=reason)
         if delegation is not None:
             delegation.reply, delegation.state = reason, "error"
             self._record(delegation)
-        body = json.dumps({"error": {"code": 502, "status": "UNAVAILABLE", "message": reason}}).encode()
-        await send({"type": "http.response.start", "status": 502, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+
+    async def _unreachable(self, send: Send, call: Call, delegation: Delegation | None, exc: httpx.HTTPError) -> None:
+        # the reason in a user's words (a TLS failure's, the system's), the URL naming the host beside it
+        reason = f"the real agent did not answer: {type(exc).__name__}: {os_reason(exc)}"
+        self.unreachable(call, delegation, reason)
+        await _json_answer(send, 502, {"error": {"code": 502, "status": "UNAVAILABLE", "message": reason}})
+
+
+async def _json_answer(send: Send, status: int, answer: object) -> None:
+    body = json.dumps(answer).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _disconnected(receive: Receive) -> None:

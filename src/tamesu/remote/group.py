@@ -15,6 +15,8 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from tamesu.conversation import Exchange, Session, ToolCall
 from tamesu.errors import InfraError, TemplateError
 from tamesu.runtime.cleanup import finish
@@ -83,9 +85,12 @@ class RemoteAgents:
             headers = {k: self._session.context.render_text(v) for k, v in spec.headers.items()}
         except TemplateError as exc:
             raise InfraError(f"remote agent {name}: forward: {exc}") from exc
-        if not url.lower().startswith(("http://", "https://")):
-            raise InfraError(f"remote agent {name}: forward: expected an http(s) URL, got {url!r}")
-        return Forwarding(url=url, headers=headers)
+        try:
+            RemoteAgentSpec.model_validate({"forward": url, "tls": spec.tls})
+        except ValueError as exc:  # written as a template: checked as it rendered
+            problem = str(exc.errors()[0]["msg"]) if isinstance(exc, ValidationError) else str(exc)
+            raise InfraError(f"remote agent {name}: {problem.removeprefix('Value error, ')}") from None
+        return Forwarding(url=url, headers=headers, tls=spec.tls)
 
     async def stop(self) -> None:
         servers, self.servers = list(reversed(self.servers)), []

@@ -31,14 +31,18 @@ from a2a.types.a2a_pb2 import AgentCard, SendMessageRequest
 from a2a.utils.errors import A2AError
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tamesu.conversation import Session
+from tamesu.errors import InfraError
 from tamesu.fuzzing import fuzz_for
 from tamesu.net.clients import AsyncClient, client_options
+from tamesu.net.grpc_channels import open_channel
 from tamesu.net.serve import LoopServer
+from tamesu.net.tls import TlsError
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
+from tamesu.remote._grpc_relay import GrpcRelay
 from tamesu.remote.card import Addresses, extended_card, public_card
 from tamesu.remote.executor import Delegation, ScriptedExecutor, refused_delegation
 from tamesu.remote.forward import Forwarding, ForwardProxy
@@ -58,7 +62,7 @@ class _Later:
     """An ASGI app given after the socket is bound: the app's card needs the port the socket got."""
 
     def __init__(self) -> None:
-        self.app: Starlette | None = None
+        self.app: ASGIApp | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         assert self.app is not None, "served before the app was set"
@@ -88,7 +92,7 @@ class RemoteAgentServer:
         self.url = ""
         """The agent's URL: its origin, or with `forward` the origin and the real URL's path (a stand-in)."""
         self.grpc_addr = ""
-
+        self._relay_channel: grpc.aio.Channel | None = None
 
     async def start(self) -> RemoteAgentServer:
         host, port = split_addr(self.spec.addr) if self.spec.addr else ("127.0.0.1", 0)
@@ -102,37 +106,63 @@ class RemoteAgentServer:
         if self.forwarding is not None:
             await self._start_forwarding(self.forwarding)
             return self
-        interceptors = [GrpcGate(self._token, lambda b: self._refused(self.name, b))] if self._token else []
-        self._grpc = grpc.aio.server(interceptors=interceptors)
-        grpc_port = self._grpc.add_insecure_port(f"{host}:0")
-        self.grpc_addr = f"{host}:{grpc_port}"
+        self._grpc, self.grpc_addr = self._grpc_server(host)
         at = Addresses(origin=self.url, grpc=self.grpc_addr)
         public = self._make_handler(at)
-        assert self._handler is not None  # made by _make_handler
-        a2a_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
-            GrpcHandler(self._handler, GrpcTagger("1.0")), self._grpc)
-        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
-            CompatGrpcHandler(self._handler, GrpcTagger("0.3")), self._grpc)
+        self._serve_scripted_grpc(self._grpc)
         self._app.app = self._gated(CardCache(self._starlette(public)))
         await self._grpc.start()
         await self._http.start()
         return self
 
+    def _grpc_server(self, host: str) -> tuple[grpc.aio.Server, str]:
+        interceptors = [GrpcGate(self._token, lambda b: self._refused(self.name, b))] if self._token else []
+        server = grpc.aio.server(interceptors=interceptors)
+        return server, f"{host}:{server.add_insecure_port(f'{host}:0')}"
+
+    def _serve_scripted_grpc(self, server: grpc.aio.Server) -> None:
+        assert self._handler is not None  # made by _make_handler
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
+            GrpcHandler(self._handler, GrpcTagger("1.0")), server)
+        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
+            CompatGrpcHandler(self._handler, GrpcTagger("0.3")), server)
+
     async def _start_forwarding(self, forwarding: Forwarding) -> None:
-        """A recording proxy on the HTTP port and no gRPC server; fuzzed, a local agent behind the proxy."""
+        """A recording proxy on the HTTP port, or with a grpc(s):// forward on a gRPC port (its HTTP port then
+        relays nothing); fuzzed, a local agent behind the proxy."""
         assert self._http is not None
-        self.url = self.origin + forwarding.path
+        self.url = self.origin + ("" if forwarding.grpc else forwarding.path)
         fuzz = fuzz_for(self._session, self.name)
+        hold = fuzz.hold_seconds() if fuzz is not None and fuzz.mode == "delay" else None
         local = None
-        if fuzz is not None and fuzz.mode != "delay":
+        if fuzz is not None and fuzz.mode != "delay" and not forwarding.grpc:
             public = self._make_handler(Addresses(origin=self.origin, grpc=""))
             # the real card may name the JSON-RPC endpoint at the forwarded URL's path: answer there too
             local = self._starlette(public, extra_jsonrpc=(forwarding.path,) if forwarding.path else ())
-        self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, local=local,
-                                   hold=fuzz.hold_seconds() if fuzz is not None and fuzz.mode == "delay" else None,
-                                   keep_authorization=self._token is None)
-        self._proxy.proxy_origin = self.origin
-        self._app.app = self._gated(self._proxy)
+        try:  # a tls: block's files are read here
+            self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, local=local, hold=hold,
+                                       keep_authorization=self._token is None)
+            self._relay_channel = open_channel(forwarding.url, forwarding.tls) if forwarding.grpc else None
+        except TlsError as exc:
+            raise InfraError(f"remote agent {self.name}: {exc}") from None
+        self._proxy.proxy_origin = self._proxy.push.proxy_origin = self.origin
+        self._app.app = self._proxy.push.wrap(self._gated(self._proxy))
+        if forwarding.grpc:
+            host = split_addr(self.spec.addr)[0] if self.spec.addr else "127.0.0.1"
+            self._grpc, self.grpc_addr = self._grpc_server(host)
+            if fuzz is not None and fuzz.mode != "delay":  # the scripted agent answers, on gRPC as the real would
+                self._make_handler(Addresses(origin=self.origin, grpc=self.grpc_addr))
+                self._serve_scripted_grpc(self._grpc)
+            else:
+                assert self._relay_channel is not None
+                proxy = self._proxy
+                relay = GrpcRelay(self.name, self._relay_channel, forwarding.url, self._session,
+                                  proxy.delegation, proxy.finish, proxy.unreachable, proxy.push,
+                                  headers=forwarding.headers, keep_authorization=self._token is None, hold=hold,
+                                  closed_hint=_closed_hint(forwarding))
+                relay.proxy_addr = self.grpc_addr
+                self._grpc.add_generic_rpc_handlers((relay,))
+            await self._grpc.start()
         await self._http.start()
 
     def _gated(self, app: Any) -> Any:
@@ -189,12 +219,23 @@ class RemoteAgentServer:
             handler, self._handler = self._handler, None
             with contextlib.suppress(Exception):
                 await handler.aclose()  # ends tasks still running or waiting for input
+        if self._relay_channel is not None:
+            channel, self._relay_channel = self._relay_channel, None
+            await channel.close()
         if self._proxy is not None:
             proxy, self._proxy = self._proxy, None
             await proxy.aclose()
         if self._push_client is not None:
             client, self._push_client = self._push_client, None
             await client.aclose()
+
+
+def _closed_hint(forwarding: Forwarding) -> str:
+    """gRPC says only "Socket closed" when a TLS server refused a channel without a client certificate."""
+    if not forwarding.url.lower().startswith("grpcs://") or (forwarding.tls and forwarding.tls.cert_file):
+        return ""
+    return ("; a TLS server that requires a client certificate closes the connection so: give tls.cert_file and "
+            "tls.key_file")
 
 
 async def _stop_grpc(server: grpc.aio.Server) -> None:

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+# the `tls:` block as a target's (`tamesu.net.tls`): a suite describes, it does not import what connects
+from tamesu.models.spec import TlsSpec
 from tamesu.suite.patterns import Pattern
 from tamesu.types import HostPort, Strict
 
@@ -54,26 +56,42 @@ class RemoteAgentSpec(Strict):
     """host:port for the HTTP side (a fixed port the agent under test is configured with); default a free port.
     The gRPC side always takes a free port, named on the card."""
     forward: str | None = None
-    """The URL of a real A2A agent (its JSON-RPC endpoint or HTTP+JSON base): this agent then forwards every
-    HTTP request to it and relays the answer unchanged, recording each message as a delegation; templates
-    allowed. `skills` are then only used when `fuzz_tools` names this agent and the real agent's card cannot be
-    read; `reply` and `replies` are refused (the real agent answers, and fuzz_tools' modes with their own words)."""
+    """The URL of a real A2A agent (its JSON-RPC endpoint or HTTP+JSON base, or grpc(s)://host:port for one
+    reached over gRPC): this agent then forwards every request of that binding to it and relays the answer
+    unchanged, recording each message as a delegation; templates allowed. `skills` are then only used when
+    `fuzz_tools` names this agent and the real agent's card cannot be read; `reply` and `replies` are refused
+    (the real agent answers, and fuzz_tools' modes with their own words)."""
     headers: dict[str, str] = Field(default_factory=dict)
     """With `forward`: headers added to every forwarded request (the real agent's credentials); templates
     allowed."""
+
+    tls: TlsSpec | None = None
+    """With an https:// or grpcs:// `forward`: trust and a client certificate for the connection to the real
+    agent, as a target's `tls:` block (`ca_file`, `cert_file` + `key_file`, `server_name`, `verify`)."""
 
     @field_validator("forward")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         # a template is checked once rendered, when the run starts
-        if value is not None and "{{" not in value and not re.match(r"(?i)https?://[^/\s]+", value):
-            raise ValueError(f"forward: expected an http:// or https:// URL, got {value!r}")
+        if value is None or "{{" in value:
+            return value
+        if re.match(r"(?i)grpcs?://", value):
+            if not re.fullmatch(r"(?i)grpc://[^/\s]+:\d+/?|grpcs://[^/\s]+(:\d+)?/?", value):
+                raise ValueError(f"forward: expected grpc://host:port or grpcs://host[:port] (a gRPC agent is "
+                                 f"reached at an address, not a path), got {value!r}")
+        elif not re.match(r"(?i)https?://[^/\s]+", value):
+            raise ValueError(f"forward: expected an http://, https://, grpc:// or grpcs:// URL, got {value!r}")
         return value
 
     @model_validator(mode="after")
     def _headers_need_forward(self) -> RemoteAgentSpec:
         if self.headers and self.forward is None:
             raise ValueError("headers only apply with forward: the headers sent to the real agent")
+        if self.tls is not None:
+            if self.forward is None:
+                raise ValueError("tls only applies with forward: the connection to the real agent")
+            if problem := forward_tls_problem(self.forward, self.tls):
+                raise ValueError(problem)
         if self.forward is not None and ("reply" in self.model_fields_set or self.replies):
             raise ValueError("reply and replies do not apply with forward: the real agent answers (and with "
                              "fuzz_tools naming this agent, the fuzz mode's own words)")
@@ -84,3 +102,15 @@ class RemoteAgentSpec(Strict):
             if reply.when is None or re.search(reply.when, text):
                 return reply
         return ReplySpec(say=self.reply)
+
+
+def forward_tls_problem(forward: str, tls: TlsSpec) -> str | None:
+    """Why a `tls:` block cannot apply to `forward` (checked again once a template renders), or None."""
+    scheme = forward.lower().partition("://")[0]
+    if scheme in ("http", "grpc"):
+        return (f"tls is for an https:// or grpcs:// forward: {scheme}:// is plaintext, and the block would be "
+                "used for nothing")
+    if scheme == "grpcs" and not tls.verify:
+        return ("tls.verify: false is not possible over gRPC (grpc-python checks every certificate): give the "
+                "real agent's CA as tls.ca_file")
+    return None
