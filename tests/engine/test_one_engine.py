@@ -202,17 +202,26 @@ def test_custom_checks_from_the_project(expense_agent: ExpenseAgent, tmp_path: P
           target: expense
           scenario: { script: [ { say: "hello" } ] }
           assert: [ { custom: "project_checks:broken" } ]
+        - name: broken script
+          target: expense
+          scenario: { script: [ { say: "hello" } ] }
+          assert: [ { script: "project_checks:broken" } ]
         """, CHECKS)
-    done = run_tamesu(["run", str(suite), "--out", "out"], cwd=tmp_path)
+    done = run_tamesu(["run", str(suite), "--out", "out", "--report", "junit:junit.xml"], cwd=tmp_path)
     results = _results(tmp_path / "out")
     filed = {a["name"]: a for a in results["filed"]["assertions"]}
     assert filed["custom"]["passed"] is True and filed["custom"]["reason"].startswith("EXP- in ")
     assert filed["an invoice"]["passed"] is False and filed["an invoice"]["reason"].startswith("INV- not in ")
-    # an exception in a custom check is that test's error; the other test still has its verdict
-    assert results["broken"]["status"] == "error"
-    assert "custom project_checks:broken raised KeyError" in results["broken"]["error"]
+    # an exception in the project's own check code is that test's error, the suite's to fix (before: fault
+    # environment, exit 3, as if the agent could not be reached); the other test still has its verdict
+    for name, kind in (("broken", "custom"), ("broken script", "script")):
+        assert results[name]["status"] == "error"
+        assert f"{kind} project_checks:broken raised KeyError" in results[name]["error"]
+        assert results[name]["fault"] == "suite", results[name]
     assert results["filed"]["status"] == "failed"
-    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = ET.parse(tmp_path / "junit.xml").getroot().findall(".//testcase/error")
+    assert sorted(e.get("type") for e in errors) == ["suite", "suite"]
 
 
 def test_custom_names_only_the_project_and_registered_checks(expense_agent: ExpenseAgent, tmp_path: Path) -> None:

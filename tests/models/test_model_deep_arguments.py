@@ -1,6 +1,5 @@
-"""Tool-call arguments a model writes nested deeper than tamesu's records hold are the model's fault, said as the
-model target says any arguments it cannot read: the tool is not called, the model is told, and the run records a
-`tool_arguments_invalid` event and metric."""
+"""Tool-call arguments a model writes nested deeper than tamesu's records hold are the model's fault: the tool is
+not called, the turn fails saying why, and the run records a `tool_arguments_invalid` event and metric."""
 
 from __future__ import annotations
 
@@ -25,7 +24,9 @@ def nested(levels: int) -> object:
 def test_arguments_nested_too_deep_are_the_models_not_an_internal_error(tmp_path: Path, tamesu: Any,
                                                                         serve: Serve) -> None:
     # before: 900 levels (which Python reads) was `internal error: PydanticSerializationError ... Maximum
-    # serialization depth exceeded`, fault: environment, exit 3; 100,000 levels (which it does not) a RecursionError
+    # serialization depth exceeded`, fault: environment, exit 3; 100,000 levels (which it does not) a RecursionError.
+    # Then the model was told the arguments were unreadable, as for broken JSON, and asked again: the run passed,
+    # though the agent's own runtime would have called the tool with that valid JSON
     gpt, deeper, claude = OpenAIServer(), OpenAIServer(), AnthropicServer()
     gpt.plan(tool_call("lookup", json.dumps({"q": nested(900)})), text("done"))
     deeper.plan(tool_call("lookup", "[" * 100_000 + "]" * 100_000), text("done"))
@@ -43,15 +44,19 @@ def test_arguments_nested_too_deep_are_the_models_not_an_internal_error(tmp_path
                              for name in ("gpt", "deeper", "claude")))
     done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path,
                   env={"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-test"})
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
     assert "internal error" not in done.stdout + done.stderr
     newest = max((tmp_path / "out").iterdir())
-    errors = []
+    errors, failures = [], []
     for line in (newest / "results.jsonl").read_text().splitlines():
         [run] = json.loads(line)["runs"]
+        assert (run["status"], run["fault"]) == ("failed", "agent"), run
         result = json.loads((newest / run["dir"] / "result.json").read_text())
         errors += [event["data"]["error"] for event in result["events"] if event["name"] == "tool_arguments_invalid"]
+        failures.append(result["fault_reason"])
     assert errors == ["the arguments were JSON nested more than 200 levels deep"] * 3, errors
-    # the model was told its call was not made, and answered
-    assert all("nested more than 200 levels deep" in json.dumps(call.body["messages"][-1])
-               for call in (gpt.calls()[1], deeper.calls()[1], claude.calls()[1]))
+    assert failures == ["conversation: turn 1: the model called lookup with arguments that cannot be read: JSON "
+                        "nested more than 200 levels deep, more than a run's records hold: the tool was not called"
+                        ] * 3, failures
+    # the model was not asked again, as if the arguments had been broken JSON
+    assert [len(server.calls()) for server in (gpt, deeper, claude)] == [1, 1, 1]

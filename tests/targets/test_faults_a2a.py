@@ -367,3 +367,58 @@ async def test_a_grpcs_agent_is_trusted_as_the_targets_tls_block_says(agents: A2
                     await target.send(UserTurn(text="ping"))
         finally:
             await server.stop(None)
+
+
+async def test_tls_verify_false_reaches_the_grpcs_interface_an_https_card_names(agents: A2AAgents,
+                                                                                tmp_path: Path) -> None:
+    # before: the https card was read unchecked, as the tls: block's verify: false says, but the gRPC channel to
+    # the interface it names checked the certificate all the same: "cannot reach" an agent the suite trusts
+    import httpx
+    import trustme
+    from a2a.server.request_handlers import GrpcHandler
+    from a2a.server.routes import create_agent_card_routes
+    from a2a.types.a2a_pb2 import AgentInterface
+
+    from net.test_wire_cli import HttpsServer
+    from tamesu.suite.secrets import Redactor
+    from tamesu.suite.templates import Context
+    from tamesu.targets.a2a.checkup import check
+
+    ca = trustme.CA()  # nobody's: neither the platform's store nor a ca_file has it
+    leaf = ca.issue_cert("shop.internal")  # and a name that is not the address dialled
+    server = grpc.aio.server()
+    chain = b"".join(pem.bytes() for pem in leaf.cert_chain_pems)
+    port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials([(leaf.private_key_pem.bytes(), chain)]))
+    card = agents.card("grpc")
+    del card.supported_interfaces[:]
+    card.supported_interfaces.append(AgentInterface(url=f"grpcs://127.0.0.1:{port}", protocol_binding="GRPC",
+                                                    protocol_version="1.0"))
+    async with httpx.AsyncClient(timeout=5) as push:
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(agents._handler(card, push, extended=card)), server)
+        await server.start()
+        try:
+            with HttpsServer(Starlette(routes=create_agent_card_routes(card)), ca, tmp_path) as origin:
+                session = make_session(tmp_path)
+                spec = {"url": origin, "tls": {"verify": False}, "connect": {"attempts": 1}, "turn_timeout": "5s"}
+                async with opened(spec, session) as target:
+                    first = await target.send(UserTurn(text="ping"))
+                    second = await target.send(UserTurn(text="ping"))
+                assert (first.text, second.text) == ("pong", "pong")
+                assert events(session, "transport")[0]["url"] == f"grpcs://127.0.0.1:{port}"
+                # doctor probes the channel a run takes (it probed with the certificate checked: "failed")
+                fine, words = await check(A2ASpec.model_validate({"type": "a2a", **spec}), "shop", Context(),
+                                          Redactor(), tmp_path)
+                assert fine is True and words.endswith(
+                    f"a run speaks GRPC 1.0 at grpcs://127.0.0.1:{port}: gRPC channel ready (TCP, TLS with the "
+                    "certificate not checked, HTTP/2); it offers no health service (grpc.health.v1)"), words
+                # and the grpcs:// url written as the target's (it was refused where written)
+                async with opened({**spec, "url": f"grpcs://127.0.0.1:{port}"}, make_session(tmp_path)) as target:
+                    assert (await target.send(UserTurn(text="ping"))).text == "pong"
+                # an agent the relay cannot reach is said as such, not as the relay's socket closing
+                await server.stop(None)
+                with pytest.raises(InfraError, match=rf"cannot reach grpcs://127.0.0.1:{port} after 1 attempt: TLS "
+                                                     rf"\(certificate not checked\) to 127.0.0.1:{port}: .*refused"):
+                    async with opened(spec, make_session(tmp_path)) as target:
+                        await target.send(UserTurn(text="ping"))
+        finally:
+            await server.stop(None)

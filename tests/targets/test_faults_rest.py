@@ -84,12 +84,20 @@ async def _deep(request: Request) -> Response:
     return Response('{"text": "hi", "data": ' + "[" * depth + "]" * depth + "}", media_type="application/json")
 
 
+async def _deep_arguments(request: Request) -> Response:
+    """A tool call whose arguments, JSON text as OpenAI writes them, nest `depth` levels (or hold a long number)."""
+    depth = request.query_params.get("depth")
+    arguments = '{"a":' * int(depth) + "1" + "}" * int(depth) if depth else '{"n": ' + "9" * 5000 + "}"
+    return JSONResponse({"text": "looked", "tool_calls": [{"name": "lookup", "arguments": arguments}]})
+
+
 async def _long_number(_: Request) -> Response:
     return Response('{"text": "hi", "n": ' + "9" * 5000 + "}", media_type="application/json")
 
 
 def _app() -> Starlette:
     routes = [("/locked", _locked), ("/json-404", _json_404), ("/deep", _deep), ("/long-number", _long_number),
+              ("/deep-arguments", _deep_arguments),
               ("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
               ("/tools", _tools_only), ("/sign-in", _sign_in_page), ("/html-reply", _html_reply),
               ("/ollama", _ollama_shaped), ("/langserve", _langserve_shaped),
@@ -219,6 +227,37 @@ tests:
     said = {line.split(": JSON in the answer that cannot be read (application/json): ")[1].split(":")[0]
             for line in done.stdout.splitlines() if "cannot be read" in line}
     assert said == {"nested too deeply", "nested more than 200 levels deep", "a number of more than 4,300 digits"}
+
+
+def test_tool_call_arguments_deeper_or_longer_than_python_reads_fail_the_turn(tmp_path: Path, faulty: str,
+                                                                              tamesu: Any) -> None:
+    # before: arguments 250 levels deep were `internal error: ValueError: Maximum serialization depth exceeded`
+    # (when the run's records were written), 1,500 levels `internal error: RecursionError`, both fault:
+    # environment, exit 3: the agent's tool call, blamed on tamesu
+    (tmp_path / "args.tamesu.yaml").write_text(f"""\
+targets:
+  nested: {{ type: rest, url: "{faulty}/deep-arguments?depth=250" }}
+  deep: {{ type: rest, url: "{faulty}/deep-arguments?depth=1500" }}
+  long: {{ type: rest, url: "{faulty}/deep-arguments" }}
+  fine: {{ type: rest, url: "{faulty}/deep-arguments?depth=150" }}
+tests:
+  - {{ name: nested, target: nested, scenario: {{ script: [{{ say: hi }}] }} }}
+  - {{ name: deep, target: deep, scenario: {{ script: [{{ say: hi }}] }} }}
+  - {{ name: long, target: long, scenario: {{ script: [{{ say: hi }}] }} }}
+  - {{ name: fine, target: fine, scenario: {{ script: [{{ say: hi }}] }}, assert: [{{ tool_called: lookup }}] }}
+""")
+    done = tamesu(["run", "args.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "internal error" not in done.stdout + done.stderr, done.stdout + done.stderr
+    rows = {row["test"]: row for row in map(json.loads, next((tmp_path / "out").glob("*/results.jsonl"))
+                                            .read_text().splitlines())}
+    assert {name: (row["status"], row["runs"][0].get("fault")) for name, row in rows.items()} == {
+        "nested": ("failed", "agent"), "deep": ("failed", "agent"), "long": ("failed", "agent"),
+        "fine": ("passed", None)}
+    said = {line.split("the agent called lookup with arguments that cannot be read: ")[1].split(":")[0]
+            for line in done.stdout.splitlines() if "cannot be read" in line}
+    assert said == {"JSON nested more than 200 levels deep", "JSON nested more levels deep than Python reads",
+                    "a number of more than 4,300 digits"}
 
 
 def test_tamesu_test_against_a_url_says_where_it_read_the_reply(tmp_path: Path, faulty: str, tamesu: Any) -> None:

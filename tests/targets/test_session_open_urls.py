@@ -3,7 +3,11 @@ error, one line, never an internal error."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from conftest import run_tamesu
 
@@ -61,3 +65,34 @@ def test_a_voice_websocket_url_a_template_makes_that_is_none_is_one_line(tmp_pat
     assert done.returncode == 3, said
     assert "voice target bot: websocket ws://[::1: not a URL (Invalid IPv6 URL)" in said, said
     assert "internal error" not in said
+
+
+@pytest.mark.parametrize("endless", [False, True], ids=["17 MB", "endless"])
+def test_an_answer_larger_than_session_open_reads_is_the_runs_error(tmp_path: Path, serve: Any,
+                                                                    endless: bool) -> None:
+    # before: a target that is not rest read session.open's answer whole, however large (an endless one until
+    # session.open.timeout, held in memory): this one was read, all 17 MB, and its token taken
+    from starlette.applications import Starlette
+    from starlette.responses import Response, StreamingResponse
+    from starlette.routing import Route
+
+    pad = b" " * 17_000_000
+
+    async def spaces() -> AsyncIterator[bytes]:
+        yield b'{"token": "t-1"'
+        while True:
+            yield pad[:1_000_000]
+
+    async def opened(request: Any) -> Response:
+        if endless:
+            return StreamingResponse(spaces(), media_type="application/json")
+        return Response(b'{"token": "t-1"' + pad + b"}", media_type="application/json")
+
+    server = serve(Starlette(routes=[Route("/open", opened, methods=["POST"])]))
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.replace(
+        '"{{env.OPEN_BASE}}/open" }', '"{{env.OPEN_BASE}}/open", capture: { token: $.token } }'))
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"OPEN_BASE": server.url})
+    said = done.stdout + done.stderr
+    assert done.returncode == 3, said
+    assert (f"model target bot: session.open POST {server.url}/open: the answer is larger than 16,000,000 bytes, "
+            "more than session.open reads") in said, said

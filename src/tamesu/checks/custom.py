@@ -10,7 +10,9 @@
 A function receives the run's view (`RunView`: exchanges, metrics, tool calls, captured values...) and the
 `with` mapping as keyword arguments, and returns a Verdict, a bool, `(passed, reason)`, `{passed, reason,
 score}`, a reason string (a failure) or None (a pass). An exception it raises is that test's error, never the
-run's; an AssertionError is a failure with its message.
+run's: a project function's is the suite's (`fault: suite`, exit 2: the suite's authors wrote the bug), a
+plug-in's the environment's (exit 3: installed software broke, as a plug-in target's bug is); an
+AssertionError is a failure with its message.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pydantic import BaseModel, Field, model_validator
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.functions import check_callable, load_function
 from tamesu.checks.script import call_verdict
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, SuiteProblem
 from tamesu.plugins import register
 from tamesu.types import Strict
 
@@ -111,5 +113,6 @@ class Custom(Check[CustomSpec]):
             try:
                 self._function = load_function(self.spec.function, [run.base_dir], project_only=True)
             except ValueError as exc:
-                raise InfraError(f"{label}: {exc}") from None
-        return await call_verdict(label, label, self._function, (run,), dict(self.spec.with_))
+                raise SuiteProblem(f"{label}: {exc}") from None
+        return await call_verdict(label, label, self._function, (run,), dict(self.spec.with_),
+                                  project=self.spec.function is not None)

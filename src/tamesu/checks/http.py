@@ -4,9 +4,10 @@
 `body`, `timeout`) and what the answer must be (`status`, `contains` on the body text, `json_path` on the body
 as JSON, with the comparisons of the `json_path` assertion), and `tls:` (as a target's). Every string may hold
 templates. A URL that names no http(s) server is a suite problem where written. A backend that cannot be reached,
-or a TLS failure (a CA not trusted, another host's or an expired certificate), is the test's error (an
-InfraError, exit 3), never the agent's failure; one that does not answer within `timeout` fails the assertion,
-negated or not.
+does not answer within `timeout`, answers more than `MAX_ANSWER_BYTES`, or a TLS failure (a CA not trusted,
+another host's or an expired certificate), is the test's error (an InfraError, exit 3, `fault: environment`),
+never the agent's failure: the backend is infrastructure the check reads, as docs/faults.md defines it, and a
+check it kept from being graded says nothing of the agent.
 """
 
 from __future__ import annotations
@@ -113,8 +114,9 @@ class Http(Check[HttpSpec]):
                     self.spec.method, request.url, headers=request.headers, **request.content()
                 )
         except httpx.TimeoutException:
-            return Verdict(passed=False, undecided=True,
-                           reason=f"{label}: no answer within {number_text(self.spec.timeout)}s")
+            # a slow backend as an unreachable one (it was the agent's failure, exit 1, while that was exit 3)
+            raise InfraError(f"http check: {label}: no answer within {number_text(self.spec.timeout)}s (its "
+                             "timeout)") from None
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             # the URL the suite wrote (or a value filled into it) is none that can be requested: nothing was
             # reached, and neither the backend nor the agent is to blame
@@ -123,8 +125,8 @@ class Http(Check[HttpSpec]):
         except httpx.HTTPError as exc:
             if is_too_large(exc):
                 # read whole, a backend's endless or enormous answer held all of it in memory
-                return Verdict(passed=False, undecided=True, reason=f"{label}: the answer is larger than "
-                               f"{MAX_ANSWER_BYTES:,} bytes, more than an http check reads")
+                raise InfraError(f"http check: {label}: the answer is larger than {MAX_ANSWER_BYTES:,} bytes, more "
+                                 "than an http check reads") from None
             tls = tls_reason(exc)
             if tls is not None:
                 # the suite's trust setup, not the backend's state: an infrastructure error, as for a target

@@ -47,7 +47,8 @@ class ScriptSpec(Strict):
 class Script(Check[ScriptSpec]):
     """A Python function decides: it returns True/False, `(passed, reason)`, `{passed, reason, score}`, a
     reason string (a failure), or None (a pass); an AssertionError it raises is a failure with its message.
-    Any other exception is a bug in the script: the run is an error (exit 3), never a verdict on the agent."""
+    Any other exception is a bug in the script, the suite's to fix: the run is an error of `fault: suite`
+    (exit 2), never a verdict on the agent."""
 
     key = "script"
     Spec = ScriptSpec
@@ -85,10 +86,12 @@ class Script(Check[ScriptSpec]):
 
 
 async def call_verdict(what: str, name: str, function: Callable[..., object], args: tuple[object, ...],
-                       kwargs: Mapping[str, object]) -> Verdict:
+                       kwargs: Mapping[str, object], project: bool = True) -> Verdict:
     """A function's answer as a verdict (awaited when it is a coroutine); `name` is how a verdict names it,
     `what` how an error does. An AssertionError it raises is a failure; any other exception is the test's
-    error (InfraError)."""
+    error: the suite's (SuiteProblem) when the function is the project's own code, which the suite's authors
+    fix as they fix a wrong JSONPath; an installed plug-in's (`project=False`) is the environment's
+    (InfraError), as a plug-in target's bug is."""
     try:
         result = function(*args, **kwargs)
         if inspect.isawaitable(result):
@@ -96,7 +99,8 @@ async def call_verdict(what: str, name: str, function: Callable[..., object], ar
     except AssertionError as exc:
         return Verdict(passed=False, reason=str(exc) or f"{name} failed")
     except Exception as exc:
-        raise InfraError(f"{what} raised {type(exc).__name__}: {exc}") from exc
+        said = f"{what} raised {type(exc).__name__}: {exc}"
+        raise (SuiteProblem(said) if project else InfraError(said)) from exc
     return verdict_of(result, name)
 
 

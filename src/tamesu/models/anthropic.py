@@ -21,6 +21,7 @@ from tamesu.models._sdk_http import plain, sdk_http_client
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import (
+    TOO_DEEP_ARGUMENTS,
     Message,
     ModelError,
     ModelRequest,
@@ -30,7 +31,7 @@ from tamesu.models.base import (
     per_request_headers,
 )
 from tamesu.models.said import not_a_completion
-from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
+from tamesu.net.json_depth import deeper_than
 from tamesu.plugins import register
 
 if TYPE_CHECKING:
@@ -145,8 +146,7 @@ class AnthropicProvider(SdkProvider):
                 calls.append(ToolRequest(id=_plain.text(block.get("id")), name=_plain.text(block.get("name")),
                                          arguments={} if odd or deep else arguments,
                                          unreadable="the arguments were JSON but not an object" if odd else
-                                         f"the arguments were JSON nested more than {MAX_JSON_DEPTH} levels deep"
-                                         if deep else None,
+                                         TOO_DEEP_ARGUMENTS if deep else None,
                                          written=json.dumps(arguments, ensure_ascii=False) if odd else None))
         usage = _plain.mapping(message.get("usage"))
         # servers that speak the Messages API for an open reasoning model may put its thinking in the text

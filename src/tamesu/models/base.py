@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, runtime_checkabl
 
 from pydantic import BaseModel, Field, model_serializer
 
+from tamesu.net.json_depth import MAX_JSON_DEPTH
+
 if TYPE_CHECKING:
     from tamesu.models.spec import ModelSpec
 
@@ -30,6 +32,11 @@ class ToolSpec(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, object] = Field(default_factory=_no_parameters)
+
+
+TOO_DEEP_ARGUMENTS = f"the arguments were JSON nested more than {MAX_JSON_DEPTH} levels deep"
+"""A ToolRequest's `unreadable` for arguments deeper than a run's records hold: JSON a tool runtime would have
+read, unlike broken JSON, so the model target fails the turn rather than ask the model again."""
 
 
 class ToolRequest(BaseModel):

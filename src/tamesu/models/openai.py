@@ -22,6 +22,7 @@ from tamesu.models._sdk_post import create_is_plain, post_completion
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import (
+    TOO_DEEP_ARGUMENTS,
     Embeddings,
     Message,
     ModelError,
@@ -270,7 +271,7 @@ def _arguments(raw: object) -> tuple[dict[str, object], str | None]:
     return value, None
 
 
-_TOO_DEEP = f"the arguments were JSON nested more than {MAX_JSON_DEPTH} levels deep"
+_TOO_DEEP = TOO_DEEP_ARGUMENTS
 """The model's, not tamesu's: dumped into the run's records they would end the test as a bug of tamesu's."""
 
 

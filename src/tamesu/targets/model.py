@@ -79,6 +79,7 @@ from tamesu.plugins import register
 from tamesu.suite.templates import Context
 from tamesu.targets._model_fallbacks import fallbacks_said
 from tamesu.targets._model_stops import say_why_it_stopped
+from tamesu.targets._tool_arguments import unreadable_call
 from tamesu.targets._turn_clock import turn_deadline
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.rest.read import handoff
@@ -444,13 +445,8 @@ class ModelTarget(Target[ModelTargetSpec]):
         return name
 
     def _unreadable(self, session: Session, request: ToolRequest, why: str) -> ToolCall:
-        """A call whose arguments were no JSON object: the model is told so as the tool's answer, and may call it
-        again; no tool is called with arguments made up from them (it answered a call nobody made)."""
-        name = self._recorded_name(request.name)
-        session.count("tool_arguments_invalid")
-        session.event("tool_arguments_invalid", tool=name, arguments=request.written, error=why)
-        return ToolCall(name=name, result={"error": f"{why}; the tool was not called: call it again with its "
-                                                    "arguments as one JSON object"})
+        """A call whose arguments were no JSON object (`_tool_arguments.unreadable_call`)."""
+        return unreadable_call(session, self._recorded_name(request.name), request, why)
 
     async def _call_tool(self, session: Session, request: ToolRequest, responses: list[ModelResponse]) -> ToolCall:
         """One call answered: as the test's `fuzz_tools` says for this tool, else from its declaration. The mcp

@@ -12,11 +12,14 @@ import httpx
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError, TemplateError
+from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import async_client
 from tamesu.targets.base import SessionOpenSpec
 from tamesu.targets.rest.read import searched, values
 
 _EXCERPT = 200
+MAX_ANSWER_BYTES = 16_000_000
+"""The most of session.open's answer read (as a hook's or an `http` check's): it is held in memory whole."""
 
 
 def _expected(status: int, expect: list[int] | int | None) -> bool:
@@ -49,10 +52,13 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
     masked = session.redactor.text(url)
     method = spec.method.upper()
     try:
-        async with async_client(spec.timeout) as client:
+        async with async_client(spec.timeout, max_bytes=MAX_ANSWER_BYTES) as client:
             answer = await client.request(method, url, headers=headers,
                                           **({"json": body} if body is not None else {}))
     except httpx.HTTPError as exc:
+        if is_too_large(exc):  # an enormous or endless answer was read whole until the timeout
+            raise InfraError(f"{what}: session.open {method} {masked}: the answer is larger than "
+                             f"{MAX_ANSWER_BYTES:,} bytes, more than session.open reads") from None
         raise InfraError(f"{what}: {failed_because(exc, spec, masked)}") from exc
     except httpx.InvalidURL as exc:  # a URL a template made (`{{env.BASE}}/open`) that is none: 'internal error'
         raise InfraError(f"{what}: session.open {method} {masked}: not a URL that can be sent to ({exc})") from None

@@ -47,6 +47,7 @@ from pydantic import Field, field_validator, model_validator
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
 from tamesu.plugins import register
+from tamesu.targets._tool_arguments import read_arguments
 from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.sniffer import EncodingSniffer
 from tamesu.targets.audio.socket import AudioSocketTarget
@@ -202,14 +203,15 @@ def _first(path: str | None, document: JSONValue) -> object:
 def _tool_call(match: ToolCallMatch, document: JSONValue) -> dict[str, object]:
     """A tool call message as {name, args, id}: arguments given as JSON text are read."""
     args = _first(match.args, document)
+    name = str(_first(match.name, document) or "")
     if isinstance(args, str):
         try:
-            args = json.loads(args)
-        except ValueError:
+            args = read_arguments(args, name)
+        except json.JSONDecodeError:
             args = {"_unparsed": args}
     if args is None:
         args = {}
-    return {"name": str(_first(match.name, document) or ""), "args": args if isinstance(args, dict) else
+    return {"name": name, "args": args if isinstance(args, dict) else
             {"_value": args}, "id": _first(match.id, document)}
 
 

@@ -22,13 +22,14 @@ from tamesu.net.aio import aio_transport
 from tamesu.net.bounded import bounded_transport
 from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, AsyncClient
 from tamesu.net.grpc_channels import credentials
-from tamesu.net.proxies import grpc_direct_options
+from tamesu.net.proxies import grpc_direct_options, proxy_for
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport, said_as_events
 from tamesu.net.tls import TlsError, TlsSpec
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import speaks_http1, unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
 from tamesu.targets.a2a._transport import Choice, grpc_target
+from tamesu.targets.a2a._unverified import UncheckedRelay, unchecked_context
 from tamesu.targets.bounds import DEFAULT_MAX_RESPONSE_BYTES
 
 T = TypeVar("T")
@@ -61,6 +62,7 @@ class Wire:
                                       timeout=httpx.Timeout(turn_timeout + 5, connect=connect.timeout),
                                       event_hooks={"request": [self._stamp_trace]})
         self._channels: list[grpc.aio.Channel] = []
+        self._relays: list[UncheckedRelay] = []
         self.requests = 0
         """Calls that reached the agent: sends, streams, polls, cancels, resubscribes, extended cards."""
         self.unreachable: str | None = None
@@ -106,6 +108,8 @@ class Wire:
 
     def _channel(self, url: str) -> grpc.aio.Channel:
         target, tls = grpc_target(url)
+        if tls and self._tls is not None and not self._tls.verify:
+            return self._unchecked_channel(target)
         options: list[tuple[str, str | int]] = [("grpc.max_receive_message_length", self.max_response_bytes),
                                                 *grpc_direct_options(target)]
         if tls and self._tls is not None and self._tls.server_name:
@@ -114,6 +118,28 @@ class Wire:
         # certificate, the name the certificate carries): it trusted the platform's store alone
         channel = (grpc.aio.secure_channel(target, self._credentials(), options=options) if tls
                    else grpc.aio.insecure_channel(target, options=options))
+        self._channels.append(channel)
+        return channel
+
+    def _unchecked_channel(self, target: str) -> grpc.aio.Channel:
+        """`tls.verify: false` (the card was read unchecked too, and its warning said so): grpc-python checks
+        every certificate, so the channel goes through a relay whose TLS checks none (it checked them, and an
+        agent the suite trusts could not be reached)."""
+        assert self._tls is not None
+        host = target.rpartition(":")[0].strip("[]")
+        if proxy_for("https", host) is not None:
+            raise InfraError(f"{self._what}: tls.verify: false over gRPC connects to {target} directly, and the "
+                             "environment names a proxy for it: give the agent's CA as tls.ca_file instead, or add "
+                             "the host to NO_PROXY")
+        try:
+            context = unchecked_context(self._tls)
+        except TlsError as exc:
+            raise InfraError(f"{self._what}: {exc}") from None
+        relay = UncheckedRelay(target, context, self._tls.server_name, self.connect_timeout)
+        self._relays.append(relay)
+        options: list[tuple[str, str | int]] = [("grpc.max_receive_message_length", self.max_response_bytes),
+                                                ("grpc.default_authority", target), ("grpc.enable_http_proxy", 0)]
+        channel = grpc.aio.insecure_channel(relay.address, options=options)
         self._channels.append(channel)
         return channel
 
@@ -136,6 +162,9 @@ class Wire:
             with contextlib.suppress(Exception):
                 await channel.close(grace=None)
         self._channels.clear()
+        for relay in self._relays:
+            await relay.close()
+        self._relays.clear()
         await self.http.aclose()
 
     # -- calls ----------------------------------------------------------------------------------------
@@ -179,6 +208,11 @@ class Wire:
         """Count an error the agent answered and raise it; retry (return) or give up on one that never got
         there."""
         reason = unreachable(exc)
+        relayed = next((r.failure for r in self._relays if r.failure), None)
+        if relayed is not None:  # what the relay met on the way is the reason; gRPC saw its socket close
+            reason = relayed
+            for relay in self._relays:
+                relay.failure = None
         if reason is None:
             self.unreachable = None
             self.requests += counted

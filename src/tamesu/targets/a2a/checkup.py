@@ -17,11 +17,13 @@ from pathlib import Path
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.net.grpc_channels import probe
+from tamesu.net.tls import TlsError, TlsSpec
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
 from tamesu.targets.a2a import A2ATarget
 from tamesu.targets.a2a._spec import A2ASpec
 from tamesu.targets.a2a._transport import BINDINGS, grpc_target
+from tamesu.targets.a2a._unverified import UncheckedRelay, unchecked_context
 
 CHECK_TIMEOUT = 5.0
 """Each card request's whole answer, and each connection, in `tamesu doctor` (a run gives turn_timeout)."""
@@ -62,9 +64,27 @@ async def check(spec: A2ASpec, name: str, context: Context, redactor: Redactor, 
              f"{transport.get('protocol_version')} at {transport.get('url')}"
     if choice is not None and choice.binding == "GRPC":
         host_port, tls = grpc_target(choice.url)
-        ready, how = await probe(f"{'grpcs' if tls else 'grpc'}://{host_port}", spec.tls)
+        if tls and spec.tls is not None and not spec.tls.verify:
+            ready, how = await _probe_unchecked(host_port, spec.tls, timeout)
+        else:
+            ready, how = await probe(f"{'grpcs' if tls else 'grpc'}://{host_port}", spec.tls)
         fine = fine if ready else None
         words += f": {how}"
     else:
         words += " (not called: doctor sends the agent no message)"
     return fine, redactor.text(words)
+
+
+async def _probe_unchecked(host_port: str, tls: TlsSpec, timeout: float) -> tuple[bool, str]:
+    """The probe through the relay a run's channel takes for `tls.verify: false` (`_unverified`): probing with
+    the certificate checked said "the connection failed" of an agent a run reaches."""
+    try:
+        relay = UncheckedRelay(host_port, unchecked_context(tls), tls.server_name, timeout)
+    except TlsError as exc:
+        return False, str(exc)
+    try:
+        ready, how = await probe(f"grpc://{relay.address}", None, timeout)
+    finally:
+        await relay.close()
+    how = how.replace("(TCP, HTTP/2)", "(TCP, TLS with the certificate not checked, HTTP/2)")
+    return ready, how if relay.failure is None else f"{how}: {relay.failure}"

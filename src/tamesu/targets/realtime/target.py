@@ -490,7 +490,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
     async def _call(self, session: Session, event: dict[str, Any], reply: Reply) -> bool:
         """Answer one function call from tool_results and record it; True when it was the done_tool."""
         name = str(event.get("name", ""))
-        call = await answered_call(self.spec, session, name, call_args(event), reply)
+        call = await answered_call(self.spec, session, name, call_args(event, name), reply)
         result = call.result
         await self._send({"type": "conversation.item.create", "item": {
             "type": "function_call_output", "call_id": event.get("call_id", ""), "output": as_output(result)}})

@@ -9,15 +9,17 @@ from typing import Any
 from tamesu.conversation import Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
+from tamesu.targets._tool_arguments import read_arguments
 from tamesu.targets.realtime.parts import Reply
 from tamesu.targets.realtime.spec import RealtimeSpec, answer
 
 
-def call_args(event: dict[str, Any]) -> dict[str, object]:
-    """The call's arguments as a mapping: JSON that does not parse, or is not an object, is kept as written."""
+def call_args(event: dict[str, Any], name: str) -> dict[str, object]:
+    """The call's arguments as a mapping: JSON that does not parse, or is not an object, is kept as written; JSON
+    that cannot be read fails the turn (`_tool_arguments`)."""
     try:
-        args = json.loads(event.get("arguments") or "{}")
-    except ValueError:
+        args = read_arguments(event.get("arguments") or "{}", name)
+    except json.JSONDecodeError:
         return {"_unparsed": event.get("arguments")}
     return args if isinstance(args, dict) else {"_value": args}
 

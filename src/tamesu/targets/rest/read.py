@@ -11,6 +11,7 @@ from typing import Any
 import jsonpath
 
 from tamesu.conversation import Handoff, ToolCall, TurnError
+from tamesu.targets._tool_arguments import read_arguments
 from tamesu.targets.base import HandoffSpec
 from tamesu.targets.rest.spec import Condition, PathEquals, ResponseSpec
 from tamesu.targets.rest.stream_errors import error_event, stream_failure
@@ -175,7 +176,7 @@ def _tool_call(item: object, path: str) -> ToolCall:
     if args is None:
         args = function.get("arguments")
     result = _first_present(item, "result", "output")
-    return ToolCall(name=name, args=tool_arguments(args), result=result)
+    return ToolCall(name=name, args=tool_arguments(args, name), result=result)
 
 
 def _first_present(item: Mapping[str, object], *keys: str) -> object:
@@ -185,11 +186,11 @@ def _first_present(item: Mapping[str, object], *keys: str) -> object:
     return None
 
 
-def tool_arguments(value: object) -> dict[str, object]:
+def tool_arguments(value: object, tool: str) -> dict[str, object]:
     # Many APIs send arguments as a JSON string (OpenAI does); assertions compare objects.
     if isinstance(value, str):
         try:
-            value = json.loads(value) if value.strip() else {}
+            value = read_arguments(value, tool) if value.strip() else {}
         except json.JSONDecodeError:
             return {"_raw": value}
     if value is None:

@@ -96,5 +96,6 @@ class StreamedToolCalls:
 
     @property
     def calls(self) -> list[ToolCall]:
-        return [ToolCall(name=call.name, args=tool_arguments(call.arguments if call.arguments else call.given))
+        return [ToolCall(name=call.name,
+                         args=tool_arguments(call.arguments if call.arguments else call.given, call.name))
                 for call in self._calls.values() if call.name]

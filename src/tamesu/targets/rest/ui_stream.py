@@ -102,7 +102,8 @@ class UiMessageStream(StreamText):
         kind = event.get("type")
         call_id = str(event.get("toolCallId", ""))
         if kind == "tool-input-available":
-            name, arguments = str(event.get("toolName") or ""), tool_arguments(event.get("input"))
+            name = str(event.get("toolName") or "")
+            arguments = tool_arguments(event.get("input"), name)
             self._calls[call_id] = ToolCall(name=name, args=arguments)
         elif kind in ("tool-output-available", "tool-output-error") and call_id in self._calls:
             result = event.get("output") if kind == "tool-output-available" else {"error": event.get("errorText")}
@@ -172,7 +173,8 @@ def read_data_stream(body: str) -> DataStream:
         if code == "0" and isinstance(value, str):
             read.text += value
         elif code == "9" and isinstance(value, Mapping):
-            name, arguments = str(value.get("toolName") or ""), tool_arguments(value.get("args"))
+            name = str(value.get("toolName") or "")
+            arguments = tool_arguments(value.get("args"), name)
             calls[str(value.get("toolCallId", ""))] = ToolCall(name=name, args=arguments)
         elif code == "a" and isinstance(value, Mapping) and str(value.get("toolCallId", "")) in calls:
             call_id = str(value.get("toolCallId", ""))

@@ -1,0 +1,103 @@
+"""A gRPC channel's TLS with the certificate unchecked, as `tls.verify: false` asks: grpc-python checks every
+certificate it is given and has no switch to stop, so the channel speaks plaintext HTTP/2 to a relay on
+127.0.0.1 that carries each of its connections to the agent over TLS made by Python's `ssl`, which checks
+nothing (the name, the CA, the dates) and still presents the `tls:` block's client certificate."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+
+from tamesu.net.clients import os_reason
+from tamesu.net.tls import TlsError, TlsSpec, readable
+
+_CHUNK = 65536
+
+
+def unchecked_context(spec: TlsSpec) -> ssl.SSLContext:
+    """TLS that checks nothing and offers HTTP/2 (gRPC servers refuse a connection that does not negotiate
+    `h2`); the block's client certificate, when it names one. Unreadable files: TlsError."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    if spec.cert_file is not None and spec.key_file is not None:
+        try:
+            context.load_cert_chain(readable(spec.cert_file, "cert_file"), readable(spec.key_file, "key_file"))
+        except ssl.SSLError as exc:
+            raise TlsError(f"tls: cannot load the client certificate: {exc.reason or exc}") from None
+    return context
+
+
+class UncheckedRelay:
+    """Listens on 127.0.0.1 from the moment it is made (a channel may dial it before the loop has run once);
+    each connection accepted is carried to `target` (`host:port`) over unchecked TLS. Why the last one could
+    not be carried is kept in `failure`, for the call that failed to say. `close` ends the listener and every
+    connection."""
+
+    def __init__(self, target: str, context: ssl.SSLContext, server_name: str | None, timeout: float) -> None:
+        host, _, port = target.rpartition(":")
+        self._host, self._port = host.strip("[]"), int(port)
+        self._context = context
+        self._server_name = server_name or self._host
+        self._timeout = timeout
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.setblocking(False)
+        self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
+        self.failure: str | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._server: asyncio.Server | None = None
+        self._starting = asyncio.get_running_loop().create_task(self._start())
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._carry, sock=self._listener)
+
+    async def _carry(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            try:
+                far_reader, far_writer = await asyncio.wait_for(asyncio.open_connection(
+                    self._host, self._port, ssl=self._context, server_hostname=self._server_name,
+                    ssl_handshake_timeout=self._timeout), self._timeout)
+            except (OSError, TimeoutError, ssl.SSLError) as exc:
+                said = "connect timed out" if isinstance(exc, TimeoutError) else os_reason(exc)
+                self.failure = f"TLS (certificate not checked) to {self._host}:{self._port}: {said}"[:300]
+                return
+            try:
+                await asyncio.gather(_pipe(reader, far_writer), _pipe(far_reader, writer))
+            finally:
+                far_writer.close()
+        finally:
+            writer.close()
+            self._tasks.discard(task)
+
+    async def close(self) -> None:
+        self._starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._starting
+        if self._server is not None:
+            self._server.close()
+        else:
+            self._listener.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=2)
+
+
+async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    """Bytes one way until the source ends or either side breaks; then the sink is told no more comes."""
+    try:
+        while chunk := await source.read(_CHUNK):
+            sink.write(chunk)
+            await sink.drain()
+        if sink.can_write_eof():
+            sink.write_eof()
+        else:  # TLS cannot half-close: the whole connection ends, and the other way with it
+            sink.close()
+    except (OSError, ssl.SSLError):
+        sink.close()
