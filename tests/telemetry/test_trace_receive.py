@@ -219,27 +219,84 @@ def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, t
 
 def test_a_trace_that_never_comes_is_said_not_silently_passed(tmp_path: Path, tamesu, serve, receive) -> None:
     # the agent's exporter points somewhere else (a wrong port): not one span of the run reaches the receiver,
-    # so "no failed span" and "no refund" would pass on nothing at all
+    # so "no failed span" and "no refund" would pass on nothing at all, and "looked the order up" fail the
+    # agent for its exporter (before: passed, and failed, the agent's fault)
     agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}", encoding="json")
     url = serve(agent.app()).url
     project(tmp_path, receive, url, TWO_TURNS + """\
     assert:
       - { name: no refund, tool_not_called: issue_refund }
       - { name: nothing failed, span: { status: error, count: { equals: 0 } } }
+      - { name: looked it up, tool_called: lookup_order }
 """, traces="wait: 200ms")
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 3, result.stdout + result.stderr
     detail, spans = run_files(tmp_path, "order")
     trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
     assert spans["received"] == 0 and spans["not_found"] == trace_ids
     assert [e["data"] for e in detail["events"] if e["name"] == "trace_not_found"] == \
-        [{"trace_id": trace_ids[0], "turn": 1}, {"trace_id": trace_ids[1], "turn": 2}]
+        [{"trace_id": trace_ids[0], "turn": 1, "wait_s": 0.2, "source": "receiver"},
+         {"trace_id": trace_ids[1], "turn": 2, "wait_s": 0.2, "source": "receiver"}]
     assert detail["metrics"]["trace_not_found"] == 2
     said = (f"2 trace(s) of this run never came: no span of them reached the receiver within traces.wait (0.2s): "
             f"{trace_ids[0]}, {trace_ids[1]}")
     assert said in result.stdout, result.stdout
+    # not decided, the wait named: an error of the environment's, not the agent's failure nor a pass
+    assert detail["status"] == "error" and detail["fault"] == "environment", detail
+    never = (f"the agent's spans of turns 1, 2 never came (no span of trace {trace_ids[0]}, {trace_ids[1]} "
+             f"reached the receiver within traces.wait (0.2s): trace_not_found), and those that came do not "
+             f"decide it")
     reasons = {a["name"]: a["reason"] for a in detail["assertions"]}
-    assert reasons["no refund"].endswith("(from the agent's spans: none came)"), reasons
+    assert not any(a["passed"] for a in detail["assertions"]), reasons
+    assert reasons["no refund"] == f"not decided: {never} (tools called: none); raise traces.wait if they come " \
+        "late, or see that the agent exports to tamesu's receiver", reasons
+    assert reasons["nothing failed"].startswith(f"not decided: {never} (0 span(s) with status error among 0; "
+                                                "so far as expected)"), reasons
+    assert reasons["looked it up"].startswith(f"not decided: {never} (tools called: none)"), reasons
+    assert detail["error"].startswith(f"no refund: {never}"), detail["error"]
+
+
+class ForgetsItsSecondTurn(TracedRestAgent):
+    """Continues the first turn's traceparent; the second turn's spans start a trace of their own (lost)."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.seen.append((str(body.get("message", "")), request.headers.get("traceparent")))
+        carrier = request.headers if len(self.seen) == 1 else {}
+        return JSONResponse({"text": handle_turn(self.tracer, carrier, str(body.get("message", "")))})
+
+
+def test_a_check_that_what_came_decides_is_graded_when_another_turns_trace_never_came(
+        tmp_path: Path, tamesu, serve, receive) -> None:
+    agent = ForgetsItsSecondTurn(f"http://{receive}")
+    try:
+        project(tmp_path, receive, serve(agent.app()).url, """\
+  - name: order
+    target: shop
+    scenario: { script: [ { say: 'Where is ORD-1001?' }, { say: 'and ORD-1002?' } ] }
+    assert:
+      - { name: looked it up, tool_called: { name: lookup_order, args: { order_id: ORD-1001 } } }
+      - { name: a lookup, span: { name: 'execute_tool .*', count: { gte: 1 } } }
+      - { name: turn 1 had one lookup, span: { name: 'execute_tool .*', count: { equals: 1 } }, on_turn: 1 }
+      - { name: at most one lookup, span: { name: 'execute_tool .*', count: { lte: 1 } } }
+""", traces="wait: 200ms")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert result.returncode == 3, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    assert spans["not_found"] == [detail["turns"][1]["agent"]["trace_id"]]
+    verdicts = {a["name"]: (a["passed"], a["reason"]) for a in detail["assertions"]}
+    assert verdicts["looked it up"][0] and verdicts["looked it up"][1].endswith("(from the agent's spans)"), verdicts
+    assert verdicts["a lookup"][0] and verdicts["turn 1 had one lookup"][0], verdicts
+    # the second turn's lost trace may hold a second lookup: "at most one" is not decided by what came
+    assert verdicts["at most one lookup"] == (False, f"not decided: the agent's spans of turn 2 never came (no span "
+                                              f"of trace {spans['not_found'][0]} reached the receiver within "
+                                              "traces.wait (0.2s): trace_not_found), and those that came do not "
+                                              "decide it (1 span(s) with name ~ 'execute_tool .*' among 3; so far "
+                                              "as expected); raise traces.wait if they come late, or see that the "
+                                              "agent exports to tamesu's receiver"), verdicts
+    assert detail["fault"] == "environment"
 
 
 class StartsItsOwnTraces(TracedRestAgent):

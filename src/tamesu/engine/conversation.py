@@ -199,7 +199,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     if result.status != "error" and (broken := remote_agents.forward_failure()):
         result.status, result.error, result.end_reason = "error", broken, "error"
     if spans_file is not None:
-        target_metrics.update(attach(spans_file, exchanges, session))
+        target_metrics.update(attach(spans_file, exchanges, session, inputs.traces))
         warnings.extend(spans_warnings(spans_file, inputs.traces))
         if failures and failures[0].name == "conversation":
             failures[0] = failed_turn_said(failures[0], spans_file, exchanges[-1].index if exchanges else None)

@@ -174,15 +174,19 @@ def expect_turn(spans: RunSpans | None, trace_id: str | None, turn: int) -> None
         spans.expect(trace_id, turn)
 
 
-def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session) -> dict[str, float]:
+def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session,
+           traces: SuiteTraces | None = None) -> dict[str, float]:
     """Each turn's span metrics onto the turn (distributions, as every per-turn metric); the run's totals
-    (`llm_time_ms_total`...) returned as scalars. A flood past `max_spans` is an event."""
+    (`llm_time_ms_total`...) returned as scalars. A flood past `max_spans` is an event; so is each trace that
+    never came, with the wait it missed and where it was looked for (the checks that needed it say so)."""
     for exchange in exchanges:
         mine = [s for s in spans_file.spans if s.turn == exchange.index]
         exchange.agent.measures.update(genai.measures(mine))
     for trace_id in spans_file.not_found:
         turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
-        session.event("trace_not_found", trace_id=trace_id, turn=turn)
+        waited = {} if traces is None else {
+            "wait_s": traces.spec.wait, "source": traces.query.name if traces.query is not None else "receiver"}
+        session.event("trace_not_found", trace_id=trace_id, turn=turn, **waited)
     if spans_file.over_limit:
         session.event("spans_over_limit", received=spans_file.received, kept=len(spans_file.spans),
                       max_spans=spans_file.max_spans)
