@@ -205,6 +205,26 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
                          f"a/order run 1 ({late})"], run_json["warnings"]
 
 
+def test_a_trace_id_the_suite_sends_with_every_turn_is_placed_on_turns_by_time(tmp_path: Path, tamesu, serve,
+                                                                              agents, receive) -> None:
+    # the suite's own traceparent, one for every turn, and a batching exporter: every span came after the last
+    # turn was sent. Before, each was placed on the turn last sent with its id (all on turn 2)
+    _agent, url = start(serve, agents, receive, batch_delay_ms=300)
+    fixed = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    project(tmp_path, receive, url, TWO_TURNS, traces="wait: 2s")
+    suite = (tmp_path / "suite.yaml").read_text()
+    (tmp_path / "suite.yaml").write_text(suite.replace("type: rest,",
+                                                      f"type: rest, headers: {{ traceparent: '{fixed}' }},"))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    assert [t["agent"]["trace_id"] for t in detail["turns"]] == ["4bf92f3577b34da6a3ce929d0e0e4736"] * 2
+    by_turn = {(s["name"], s["attributes"].get("app.message")): s["turn"] for s in spans["spans"]}
+    assert by_turn[("invoke_agent shop", "Where is ORD-1001?")] == 1 and by_turn[("invoke_agent shop", "thanks")] == 2
+    assert by_turn[("execute_tool lookup_order", None)] == 1
+    assert [t["agent"]["measures"]["trace_spans"] for t in detail["turns"]] == [3, 2]
+
+
 def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, tamesu, receive) -> None:
     project(tmp_path, receive, f"http://127.0.0.1:{refused_port()}", TWO_TURNS, traces="wait: 30s")
     started = time.monotonic()

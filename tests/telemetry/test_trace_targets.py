@@ -96,6 +96,31 @@ def test_a_realtime_voice_agents_spans_by_conversation_and_turn(tmp_path: Path, 
         {index: waterfall(int(index), TurnSpans.model_validate(data)) for index, data in kept.items()})
 
 
+@pytest.mark.parametrize("skew_s", [-3.0, 3.0])
+def test_a_conversations_spans_are_placed_on_their_turns_whatever_the_agents_clock(tmp_path: Path, tamesu, serve,
+                                                                                  skew_s: float) -> None:
+    # the agent's clock 3 s behind or ahead of tamesu's: its turns' `voice turn` spans, on the conversation's
+    # trace, are placed by when they started. Before, read on tamesu's clock, behind they were before the first
+    # turn and ahead turn 1's was turn 2's; each turn's own trace shows the skew
+    receive = f"127.0.0.1:{free_port()}"
+    agent = TracedRealtimeAgent(f"http://{receive}", skew_s=skew_s, conversation_turns=True)
+    try:
+        base = "ws" + serve(agent.app()).url.removeprefix("http")
+        _, detail, spans = _run(tmp_path, tamesu, receive, f"{{ type: realtime, url: '{base}/realtime' }}")
+    finally:
+        agent.shutdown()
+    conversation = next(e["data"]["trace_id"] for e in detail["events"] if e["name"] == "conversation_trace")
+    voice = [(s["attributes"]["app.said"], s["turn"]) for s in spans["spans"] if s["name"] == "voice turn"]
+    assert voice == [("Where is ORD-1001?", 1), ("thanks", 2)], spans.get("clock_skew_ms")
+    assert all(s["trace_id"] == conversation for s in spans["spans"] if s["name"] == "voice turn")
+    assert [s["turn"] for s in spans["spans"] if s["name"] == "realtime session"] == [None]
+    assert abs(spans["clock_skew_ms"] - skew_s * 1000) < 500, spans["clock_skew_ms"]
+    # each turn's waterfall starts when tamesu sent it, on the agent's clock: its spans within the turn
+    for turn in (1, 2):
+        first = min(s["start_unix_nano"] for s in spans["spans"] if s["turn"] == turn)
+        assert 0 <= first - spans["turn_started_unix_nano"][str(turn)] < 1e9, turn
+
+
 @IN_PROCESS_A2A_SERVER  # the traced agent serves A2A in this process: a2a-sdk's server side
 def test_an_a2a_agents_spans_by_turn(tmp_path: Path, tamesu, serve) -> None:
     receive = f"127.0.0.1:{free_port()}"
