@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -317,6 +319,52 @@ def test_a_check_that_what_came_decides_is_graded_when_another_turns_trace_never
                                               "as expected); raise traces.wait if they come late, or see that the "
                                               "agent exports to tamesu's receiver"), verdicts
     assert detail["fault"] == "environment"
+
+
+class RootsHeld(SimpleSpanProcessor):
+    """Sends each span as it ends but the agent's span under the caller's (the trace's root on its side, which
+    ends last and so goes in a batching exporter's last batch): those are held, past any wait."""
+
+    def on_end(self, span) -> None:
+        if span.parent is not None and span.parent.is_remote:
+            return
+        super().on_end(span)
+
+
+def test_a_trace_that_came_without_its_root_is_said_beside_a_failure(tmp_path: Path, tamesu, serve,
+                                                                      receive) -> None:
+    # before: "expected a call to issue_refund" with nothing to say the rest of the trace may have come late
+    agent = TracedRestAgent(f"http://{receive}")
+    agent.provider = TracerProvider(resource=Resource.create({"service.name": "traced-agent"}))
+    agent.provider.add_span_processor(RootsHeld(OTLPSpanExporter(endpoint=f"http://{receive}/v1/traces", timeout=5)))
+    agent.tracer = agent.provider.get_tracer("traced-agent")
+    try:
+        project(tmp_path, receive, serve(agent.app()).url, TWO_TURNS + """\
+    assert:
+      - { name: refunded, tool_called: issue_refund }
+      - { name: looked it up, tool_called: lookup_order }
+""", traces="wait: 200ms")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
+    assert spans["incomplete"] == trace_ids and spans["not_found"] == []
+    assert "invoke_agent shop" not in [s["name"] for s in spans["spans"]]
+    assert [e["data"]["turn"] for e in detail["events"] if e["name"] == "trace_incomplete"] == [1, 2]
+    assert detail["metrics"]["trace_incomplete"] == 2
+    reasons = {a["name"]: (a["passed"], a["reason"]) for a in detail["assertions"]}
+    assert reasons["looked it up"][0], reasons
+    assert reasons["refunded"] == (False, "expected a call to issue_refund; tools called: lookup_order (from the "
+                                          "agent's spans) (the trace of turns 1, 2 came without the agent's span "
+                                          "under tamesu's within traces.wait (0.2s): more of it may have come too "
+                                          "late; raise traces.wait if so)"), reasons
+    assert detail["fault"] == "agent"
+    said = (f"2 trace(s) of this run came without the agent's span under tamesu's within traces.wait (0.2s), so "
+            f"more of them may have come too late (or the agent's caller exports elsewhere): {trace_ids[0]}, "
+            f"{trace_ids[1]}")
+    assert said in result.stdout, result.stdout
 
 
 class StartsItsOwnTraces(TracedRestAgent):

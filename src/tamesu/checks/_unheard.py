@@ -54,3 +54,19 @@ def unheard(run: RunView) -> Unheard:
     wait = data.get("wait_s")
     return Unheard(turns, str(data.get("source") or "receiver"), float(wait) if isinstance(wait, int | float)
                    else None)
+
+
+def late_note(run: RunView) -> str:
+    """What a check that failed on the agent's spans adds when a trace it read came without the agent's span
+    under tamesu's (`trace_incomplete`): more of it may have come after `traces.wait`, so the failure is said
+    beside the wait (it stays the agent's: an agent whose caller exports elsewhere always has it)."""
+    incomplete = {e.data.get("trace_id"): e.data for e in run.events if e.name == "trace_incomplete"}
+    turns = sorted({e.index for e in run.exchanges if e.agent.trace_id in incomplete})
+    if not turns:
+        return ""
+    data = next(iter(incomplete.values()))
+    wait = data.get("wait_s")
+    within = f"traces.wait ({wait:g}s)" if isinstance(wait, int | float) else "traces.wait"
+    which = f"turn {turns[0]}" if len(turns) == 1 else f"turns {', '.join(map(str, turns))}"
+    return (f" (the trace of {which} came without the agent's span under tamesu's within {within}: more of it "
+            "may have come too late; raise traces.wait if so)")

@@ -43,7 +43,7 @@ class MetricSpec(Bounds):
         return self
 
 
-_OF_THE_TRACES = frozenset({"trace_not_found", "trace_spans_received", "trace_spans_over_limit"})
+_OF_THE_TRACES = frozenset({"trace_not_found", "trace_incomplete", "trace_spans_received", "trace_spans_over_limit"})
 """Span metrics that count what came and what did not: whole whatever never came."""
 
 

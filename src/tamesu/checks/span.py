@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import template_failed
-from tamesu.checks._unheard import unheard
+from tamesu.checks._unheard import late_note, unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import args_problem, number_text, shown
@@ -120,6 +120,8 @@ class SpanCheck(Check[SpanSpec]):
                 problem += f": {named}" + (f"; ... {len(chosen) - 3} more" if len(chosen) > 3 else "")
             elif missing:
                 raise missing.undecided(f"{what}; {problem}")
+            else:
+                problem += late_note(run)
             return Verdict(passed=False, reason=f"{what}; {problem}", evidence=_evidence(chosen))
         limit = self.spec.max_duration_ms
         slow = [s for s in chosen if limit is not None and s.duration_ms > limit]

@@ -116,6 +116,11 @@ class RunSpans:
         self._own: dict[str, int] = {}
         """Each trace id sent with one turn alone: its spans are that turn's, whatever their clock says."""
         self._conversation: set[str] = set()
+        self._parents: dict[str, str] = {}
+        """The span id tamesu's `traceparent` named in each trace it sent: the agent's first span's parent."""
+        self._entered: set[str] = set()
+        """The traces of which the agent's span under tamesu's came: spans of one without it came early of a
+        trace whose root (the last span to end, in an exporter's last batch) was still to come."""
         self._quiet_since = time.monotonic()
         self.trace_ids: list[str] = []
         """Every trace this run sent, in order: what `traces.query` asks the backend for."""
@@ -125,10 +130,13 @@ class RunSpans:
         """(trace id, span id) of every span taken: a span id is unique in its trace, so one seen again is the
         same span sent twice (OTLP delivery is at least once), not a second call to count."""
 
-    def expect(self, trace_id: str | None, turn: int | None) -> None:
-        """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None)."""
+    def expect(self, trace_id: str | None, turn: int | None, parent: str | None = None) -> None:
+        """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None); `parent`: the span id its
+        `traceparent` named, when tamesu made it."""
         if trace_id is None:
             return
+        if parent is not None:
+            self._parents.setdefault(trace_id, parent)
         known = self._collector._routes.get(trace_id)
         if turn is not None and known is not None and known[0] is self and known[1] == _CONVERSATION:
             return  # a turn that recorded the conversation's trace: its spans are placed by time
@@ -171,6 +179,8 @@ class RunSpans:
         self._ids.add((span.trace_id, span.span_id))
         self.received += 1
         self._heard.add(span.trace_id)
+        if span.parent_span_id is not None and span.parent_span_id == self._parents.get(span.trace_id):
+            self._entered.add(span.trace_id)
         if len(self.kept) < self.max_spans:
             self.kept.append(span.model_copy(update={"turn": turn}) if turn is not None else span)
 
@@ -202,4 +212,6 @@ class RunSpans:
             started.setdefault(str(turn), at)
         return SpansFile(received=self.received, over_limit=self.received - len(self.kept),
                          max_spans=self.max_spans, turn_started_unix_nano=started, spans=self.kept,
-                         not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3))
+                         not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3),
+                         incomplete=[t for t in self.trace_ids
+                                     if t in self._heard and t in self._parents and t not in self._entered])
