@@ -69,6 +69,25 @@ def _hex_ids(value: Any) -> Any:
     return value
 
 
+class SkewedExporter(SpanExporter):
+    """Exports each span as an agent whose clock is `skew_s` off tamesu's records it (a process on another
+    machine, a container's clock): its start and end moved by the skew."""
+
+    def __init__(self, inner: SpanExporter, skew_s: float) -> None:
+        self.inner = inner
+        self.skew_ns = int(skew_s * 1e9)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return self.inner.export([ReadableSpan(
+            name=s.name, context=s.context, parent=s.parent, resource=s.resource, attributes=s.attributes,
+            events=s.events, links=s.links, kind=s.kind, status=s.status,
+            start_time=(s.start_time or 0) + self.skew_ns, end_time=(s.end_time or 0) + self.skew_ns,
+            instrumentation_scope=s.instrumentation_scope) for s in spans])
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+
 class HeldSpans(SpanProcessor):
     """Keeps every span that ends until `release()`, then sends those and every later one as it ends: spans late
     by an event (a later conversation's first request), where a batch's delay is a clock that a starved process
@@ -105,9 +124,12 @@ class HeldSpans(SpanProcessor):
 
 
 def provider(endpoint: str, encoding: str = "protobuf", batch_delay_ms: int | None = None,
-             service: str = "traced-agent", held: bool = False) -> tuple[TracerProvider, SpanProcessor]:
+             service: str = "traced-agent", held: bool = False,
+             skew_s: float = 0.0) -> tuple[TracerProvider, SpanProcessor]:
     exporter: SpanExporter = JsonExporter(endpoint) if encoding == "json" else \
         OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=5)
+    if skew_s:
+        exporter = SkewedExporter(exporter, skew_s)
     made = TracerProvider(resource=Resource.create({"service.name": service}))
     # a batch with a delay sends its spans after the turn was answered: late spans
     processor: SpanProcessor = HeldSpans(exporter) if held else \
@@ -192,9 +214,13 @@ class TracedRealtimeAgent:
     conversation's trace) when it connects, and each `response.create`'s turn traced under the
     `response.metadata.traceparent` it carries, as an agent reading the metadata would."""
 
-    def __init__(self, endpoint: str, encoding: str = "protobuf") -> None:
-        self.provider, _processor = provider(endpoint, encoding, service="traced-voice-agent")
+    def __init__(self, endpoint: str, encoding: str = "protobuf", skew_s: float = 0.0,
+                 conversation_turns: bool = False) -> None:
+        """`skew_s`: its clock that far off tamesu's. `conversation_turns`: each turn also has a `voice turn`
+        span on the conversation's trace (under the connection's span), as a voice agent traces its turns."""
+        self.provider, _processor = provider(endpoint, encoding, service="traced-voice-agent", skew_s=skew_s)
         self.tracer = self.provider.get_tracer("traced-voice-agent")
+        self.conversation_turns = conversation_turns
 
     async def handle(self, websocket: Any) -> None:
         from starlette.websockets import WebSocketDisconnect
@@ -202,7 +228,7 @@ class TracedRealtimeAgent:
         await websocket.accept()
         conversation = TraceContextTextMapPropagator().extract(carrier=dict(websocket.headers))
         with self.tracer.start_as_current_span("realtime session", context=conversation, kind=SpanKind.SERVER):
-            pass
+            session = trace.set_span_in_context(trace.get_current_span())
         await websocket.send_json({"type": "session.created", "session": {}})
         said = ""
         try:
@@ -215,6 +241,10 @@ class TracedRealtimeAgent:
                 elif event["type"] == "response.create":
                     metadata = (event.get("response") or {}).get("metadata") or {}
                     reply = handle_turn(self.tracer, {"traceparent": metadata.get("traceparent", "")}, said)
+                    if self.conversation_turns:
+                        with self.tracer.start_as_current_span("voice turn", context=session,
+                                                               attributes={"app.said": said}):
+                            pass
                     response = {"id": f"resp_{id(event)}", "metadata": metadata}
                     await websocket.send_json({"type": "response.created",
                                                "response": {**response, "status": "in_progress"}})

@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -205,6 +207,26 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
                          f"a/order run 1 ({late})"], run_json["warnings"]
 
 
+def test_a_trace_id_the_suite_sends_with_every_turn_is_placed_on_turns_by_time(tmp_path: Path, tamesu, serve,
+                                                                              agents, receive) -> None:
+    # the suite's own traceparent, one for every turn, and a batching exporter: every span came after the last
+    # turn was sent. Before, each was placed on the turn last sent with its id (all on turn 2)
+    _agent, url = start(serve, agents, receive, batch_delay_ms=300)
+    fixed = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    project(tmp_path, receive, url, TWO_TURNS, traces="wait: 2s")
+    suite = (tmp_path / "suite.yaml").read_text()
+    (tmp_path / "suite.yaml").write_text(suite.replace("type: rest,",
+                                                      f"type: rest, headers: {{ traceparent: '{fixed}' }},"))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    assert [t["agent"]["trace_id"] for t in detail["turns"]] == ["4bf92f3577b34da6a3ce929d0e0e4736"] * 2
+    by_turn = {(s["name"], s["attributes"].get("app.message")): s["turn"] for s in spans["spans"]}
+    assert by_turn[("invoke_agent shop", "Where is ORD-1001?")] == 1 and by_turn[("invoke_agent shop", "thanks")] == 2
+    assert by_turn[("execute_tool lookup_order", None)] == 1
+    assert [t["agent"]["measures"]["trace_spans"] for t in detail["turns"]] == [3, 2]
+
+
 def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, tamesu, receive) -> None:
     project(tmp_path, receive, f"http://127.0.0.1:{refused_port()}", TWO_TURNS, traces="wait: 30s")
     started = time.monotonic()
@@ -219,27 +241,130 @@ def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, t
 
 def test_a_trace_that_never_comes_is_said_not_silently_passed(tmp_path: Path, tamesu, serve, receive) -> None:
     # the agent's exporter points somewhere else (a wrong port): not one span of the run reaches the receiver,
-    # so "no failed span" and "no refund" would pass on nothing at all
+    # so "no failed span" and "no refund" would pass on nothing at all, and "looked the order up" fail the
+    # agent for its exporter (before: passed, and failed, the agent's fault)
     agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}", encoding="json")
     url = serve(agent.app()).url
     project(tmp_path, receive, url, TWO_TURNS + """\
     assert:
       - { name: no refund, tool_not_called: issue_refund }
       - { name: nothing failed, span: { status: error, count: { equals: 0 } } }
+      - { name: looked it up, tool_called: lookup_order }
 """, traces="wait: 200ms")
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 3, result.stdout + result.stderr
     detail, spans = run_files(tmp_path, "order")
     trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
     assert spans["received"] == 0 and spans["not_found"] == trace_ids
     assert [e["data"] for e in detail["events"] if e["name"] == "trace_not_found"] == \
-        [{"trace_id": trace_ids[0], "turn": 1}, {"trace_id": trace_ids[1], "turn": 2}]
+        [{"trace_id": trace_ids[0], "turn": 1, "wait_s": 0.2, "source": "receiver"},
+         {"trace_id": trace_ids[1], "turn": 2, "wait_s": 0.2, "source": "receiver"}]
     assert detail["metrics"]["trace_not_found"] == 2
     said = (f"2 trace(s) of this run never came: no span of them reached the receiver within traces.wait (0.2s): "
             f"{trace_ids[0]}, {trace_ids[1]}")
     assert said in result.stdout, result.stdout
+    # not decided, the wait named: an error of the environment's, not the agent's failure nor a pass
+    assert detail["status"] == "error" and detail["fault"] == "environment", detail
+    never = (f"the agent's spans of turns 1, 2 never came (no span of trace {trace_ids[0]}, {trace_ids[1]} "
+             f"reached the receiver within traces.wait (0.2s): trace_not_found), and those that came do not "
+             f"decide it")
     reasons = {a["name"]: a["reason"] for a in detail["assertions"]}
-    assert reasons["no refund"].endswith("(from the agent's spans: none came)"), reasons
+    assert not any(a["passed"] for a in detail["assertions"]), reasons
+    assert reasons["no refund"] == f"not decided: {never} (tools called: none); raise traces.wait if they come " \
+        "late, or see that the agent exports to tamesu's receiver", reasons
+    assert reasons["nothing failed"].startswith(f"not decided: {never} (0 span(s) with status error among 0; "
+                                                "so far as expected)"), reasons
+    assert reasons["looked it up"].startswith(f"not decided: {never} (tools called: none)"), reasons
+    assert detail["error"].startswith(f"no refund: {never}"), detail["error"]
+
+
+class ForgetsItsSecondTurn(TracedRestAgent):
+    """Continues the first turn's traceparent; the second turn's spans start a trace of their own (lost)."""
+
+    async def chat(self, request: Request) -> JSONResponse:
+        body = await request.json()
+        self.seen.append((str(body.get("message", "")), request.headers.get("traceparent")))
+        carrier = request.headers if len(self.seen) == 1 else {}
+        return JSONResponse({"text": handle_turn(self.tracer, carrier, str(body.get("message", "")))})
+
+
+def test_a_check_that_what_came_decides_is_graded_when_another_turns_trace_never_came(
+        tmp_path: Path, tamesu, serve, receive) -> None:
+    agent = ForgetsItsSecondTurn(f"http://{receive}")
+    try:
+        project(tmp_path, receive, serve(agent.app()).url, """\
+  - name: order
+    target: shop
+    scenario: { script: [ { say: 'Where is ORD-1001?' }, { say: 'and ORD-1002?' } ] }
+    assert:
+      - { name: looked it up, tool_called: { name: lookup_order, args: { order_id: ORD-1001 } } }
+      - { name: a lookup, span: { name: 'execute_tool .*', count: { gte: 1 } } }
+      - { name: turn 1 had one lookup, span: { name: 'execute_tool .*', count: { equals: 1 } }, on_turn: 1 }
+      - { name: at most one lookup, span: { name: 'execute_tool .*', count: { lte: 1 } } }
+""", traces="wait: 200ms")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert result.returncode == 3, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    assert spans["not_found"] == [detail["turns"][1]["agent"]["trace_id"]]
+    verdicts = {a["name"]: (a["passed"], a["reason"]) for a in detail["assertions"]}
+    assert verdicts["looked it up"][0] and verdicts["looked it up"][1].endswith("(from the agent's spans)"), verdicts
+    assert verdicts["a lookup"][0] and verdicts["turn 1 had one lookup"][0], verdicts
+    # the second turn's lost trace may hold a second lookup: "at most one" is not decided by what came
+    assert verdicts["at most one lookup"] == (False, f"not decided: the agent's spans of turn 2 never came (no span "
+                                              f"of trace {spans['not_found'][0]} reached the receiver within "
+                                              "traces.wait (0.2s): trace_not_found), and those that came do not "
+                                              "decide it (1 span(s) with name ~ 'execute_tool .*' among 3; so far "
+                                              "as expected); raise traces.wait if they come late, or see that the "
+                                              "agent exports to tamesu's receiver"), verdicts
+    assert detail["fault"] == "environment"
+
+
+class RootsHeld(SimpleSpanProcessor):
+    """Sends each span as it ends but the agent's span under the caller's (the trace's root on its side, which
+    ends last and so goes in a batching exporter's last batch): those are held, past any wait."""
+
+    def on_end(self, span) -> None:
+        if span.parent is not None and span.parent.is_remote:
+            return
+        super().on_end(span)
+
+
+def test_a_trace_that_came_without_its_root_is_said_beside_a_failure(tmp_path: Path, tamesu, serve,
+                                                                      receive) -> None:
+    # before: "expected a call to issue_refund" with nothing to say the rest of the trace may have come late
+    agent = TracedRestAgent(f"http://{receive}")
+    agent.provider = TracerProvider(resource=Resource.create({"service.name": "traced-agent"}))
+    agent.provider.add_span_processor(RootsHeld(OTLPSpanExporter(endpoint=f"http://{receive}/v1/traces", timeout=5)))
+    agent.tracer = agent.provider.get_tracer("traced-agent")
+    try:
+        project(tmp_path, receive, serve(agent.app()).url, TWO_TURNS + """\
+    assert:
+      - { name: refunded, tool_called: issue_refund }
+      - { name: looked it up, tool_called: lookup_order }
+""", traces="wait: 200ms")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert result.returncode == 1, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "order")
+    trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
+    assert spans["incomplete"] == trace_ids and spans["not_found"] == []
+    assert "invoke_agent shop" not in [s["name"] for s in spans["spans"]]
+    assert [e["data"]["turn"] for e in detail["events"] if e["name"] == "trace_incomplete"] == [1, 2]
+    assert detail["metrics"]["trace_incomplete"] == 2
+    reasons = {a["name"]: (a["passed"], a["reason"]) for a in detail["assertions"]}
+    assert reasons["looked it up"][0], reasons
+    assert reasons["refunded"] == (False, "expected a call to issue_refund; tools called: lookup_order (from the "
+                                          "agent's spans) (the trace of turns 1, 2 came without the agent's span "
+                                          "under tamesu's within traces.wait (0.2s): more of it may have come too "
+                                          "late; raise traces.wait if so)"), reasons
+    assert detail["fault"] == "agent"
+    said = (f"2 trace(s) of this run came without the agent's span under tamesu's within traces.wait (0.2s), so "
+            f"more of them may have come too late (or the agent's caller exports elsewhere): {trace_ids[0]}, "
+            f"{trace_ids[1]}")
+    assert said in result.stdout, result.stdout
 
 
 class StartsItsOwnTraces(TracedRestAgent):

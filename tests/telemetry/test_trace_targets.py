@@ -5,6 +5,7 @@ the request's `traceparent` header), both instrumented with the real OpenTelemet
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,10 @@ from agents.traced import TracedA2AAgent, TracedRealtimeAgent, free_port
 from conftest import why
 from sdk_groups import IN_PROCESS_A2A_SERVER
 from sessions import new_session
+from tamesu.report.waterfall import TurnSpans, waterfall
+from tamesu.results.records import RunResult
+from tamesu.store.records import waterfalls_of
+from tamesu.view._html import chat
 
 ASSERTIONS = """\
     assert:
@@ -72,6 +77,48 @@ def test_a_realtime_voice_agents_spans_by_conversation_and_turn(tmp_path: Path, 
     assert [t["agent"]["measures"]["trace_spans"] for t in detail["turns"]] == [3, 2]
     assert "(from the agent's spans)" in next(a["reason"] for a in detail["assertions"]
                                               if a["name"] == "tool_called")
+    # the connection's span is drawn above the first turn, in the report and in what the store keeps (before:
+    # in no waterfall at all)
+    run_dir = next((tmp_path / "out").iterdir())
+    report = (run_dir / "report.html").read_text()
+    before = report[report.index('aria-label="spans before the first turn"'):]
+    before = before[:before.index("</ol>")]
+    assert [re.sub(r"<.*?>", "", name) for name in re.findall(r'<span class="wf-name">.*?</span>', before)] == \
+        ["realtime session"]
+    assert report.index("spans before the first turn") < report.index("agent · turn 1")
+    assert "1 agent span before the first turn" in report
+    folder = run_dir / "suite" / "order" / "run-1"
+    kept = waterfalls_of(RunResult.model_validate(detail), folder)
+    assert kept is not None and sorted(kept) == ["0", "1", "2"]
+    assert [s["name"] for s in kept["0"]["spans"]] == ["realtime session"]  # type: ignore[index]
+    assert 'aria-label="spans before the first turn"' in chat(
+        [{"role": "user", "text": "hi", "turn": 1}],
+        {index: waterfall(int(index), TurnSpans.model_validate(data)) for index, data in kept.items()})
+
+
+@pytest.mark.parametrize("skew_s", [-3.0, 3.0])
+def test_a_conversations_spans_are_placed_on_their_turns_whatever_the_agents_clock(tmp_path: Path, tamesu, serve,
+                                                                                  skew_s: float) -> None:
+    # the agent's clock 3 s behind or ahead of tamesu's: its turns' `voice turn` spans, on the conversation's
+    # trace, are placed by when they started. Before, read on tamesu's clock, behind they were before the first
+    # turn and ahead turn 1's was turn 2's; each turn's own trace shows the skew
+    receive = f"127.0.0.1:{free_port()}"
+    agent = TracedRealtimeAgent(f"http://{receive}", skew_s=skew_s, conversation_turns=True)
+    try:
+        base = "ws" + serve(agent.app()).url.removeprefix("http")
+        _, detail, spans = _run(tmp_path, tamesu, receive, f"{{ type: realtime, url: '{base}/realtime' }}")
+    finally:
+        agent.shutdown()
+    conversation = next(e["data"]["trace_id"] for e in detail["events"] if e["name"] == "conversation_trace")
+    voice = [(s["attributes"]["app.said"], s["turn"]) for s in spans["spans"] if s["name"] == "voice turn"]
+    assert voice == [("Where is ORD-1001?", 1), ("thanks", 2)], spans.get("clock_skew_ms")
+    assert all(s["trace_id"] == conversation for s in spans["spans"] if s["name"] == "voice turn")
+    assert [s["turn"] for s in spans["spans"] if s["name"] == "realtime session"] == [None]
+    assert abs(spans["clock_skew_ms"] - skew_s * 1000) < 500, spans["clock_skew_ms"]
+    # each turn's waterfall starts when tamesu sent it, on the agent's clock: its spans within the turn
+    for turn in (1, 2):
+        first = min(s["start_unix_nano"] for s in spans["spans"] if s["turn"] == turn)
+        assert 0 <= first - spans["turn_started_unix_nano"][str(turn)] < 1e9, turn
 
 
 @IN_PROCESS_A2A_SERVER  # the traced agent serves A2A in this process: a2a-sdk's server side

@@ -291,7 +291,7 @@ tests:
     spans = json.loads((run_dir / "suite" / "two-turns" / "run-1" / "spans.json").read_text())
     assert spans["not_found"] == [conversation], (spans["not_found"], conversation)
     assert [e["data"] for e in detail["events"] if e["name"] == "trace_not_found"] == \
-        [{"trace_id": conversation, "turn": 1}]
+        [{"trace_id": conversation, "turn": 1, "wait_s": 0.0, "source": "receiver"}]
 
 
 # -- the model target: every model request of a turn carries the turn's trace -------------------------------

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from tamesu.checks._unheard import unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.span import NO_TRACES
 from tamesu.models.base import ModelError
@@ -68,7 +69,10 @@ def judge_metrics(metrics: Mapping[str, float], timings: bool) -> dict[str, floa
 def _trace(run: RunView) -> str:
     if run.spans is None:
         raise ModelError(NO_TRACES.replace("no spans", "judge: trace: true, but no spans"))
-    return genai.summary(run.spans) or "(no spans)"
+    said = genai.summary(run.spans) or "(no spans)"
+    missing = unheard(run)
+    # the judge reads what came, told what did not: "no tool called" is not the agent's when its trace is lost
+    return f"{said}\n({missing.words()})" if missing else said
 
 
 def judge_client(run: RunView, override: object) -> Any:

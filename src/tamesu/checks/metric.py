@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import Bounds, compare, describe, expectations
+from tamesu.checks._unheard import unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.span import NO_TRACES
 from tamesu.errors import SuiteProblem
@@ -42,6 +43,10 @@ class MetricSpec(Bounds):
         return self
 
 
+_OF_THE_TRACES = frozenset({"trace_not_found", "trace_incomplete", "trace_spans_received", "trace_spans_over_limit"})
+"""Span metrics that count what came and what did not: whole whatever never came."""
+
+
 @register("checks", "metric")
 class Metric(Check[MetricSpec]):
     key = "metric"
@@ -67,6 +72,9 @@ class Metric(Check[MetricSpec]):
             return Verdict(passed=False, reason=f"{name} was not measured (measured: {measured}){meant}",
                            undecided=True)
         value = run.metrics[name]
+        if from_spans(name) and name not in _OF_THE_TRACES and (missing := unheard(run)):
+            # measured without the spans of a trace that never came: not the agent's number
+            raise missing.undecided(f"{name} was {number_text(value)} without them")
         problems = compare(value, expected)
         if problems:
             turn = worst_turn(run, name, value)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import template_failed
+from tamesu.checks._unheard import late_note, unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import args_problem, number_text, shown
@@ -109,12 +110,18 @@ class SpanCheck(Check[SpanSpec]):
         if over:
             # the count is of the spans kept: one past max_spans may have been selected too
             what += f" kept ({over} more of the run's past traces.max_spans were not kept, so not counted)"
+        # a trace that never came may hold more spans: only a verdict they could not change is one
+        missing = unheard(run)
         problem = self.spec.count.problem(len(chosen))
         if problem:
             if self.spec.count.too_many(len(chosen)):
                 # the spans that should not be there are the failure's whereabouts: which, on which turn, why
                 named = "; ".join(whereabouts(s) for s in chosen[:3])
                 problem += f": {named}" + (f"; ... {len(chosen) - 3} more" if len(chosen) > 3 else "")
+            elif missing:
+                raise missing.undecided(f"{what}; {problem}")
+            else:
+                problem += late_note(run)
             return Verdict(passed=False, reason=f"{what}; {problem}", evidence=_evidence(chosen))
         limit = self.spec.max_duration_ms
         slow = [s for s in chosen if limit is not None and s.duration_ms > limit]
@@ -122,6 +129,9 @@ class SpanCheck(Check[SpanSpec]):
             worst = max(slow, key=lambda s: s.duration_ms)
             return Verdict(passed=False, reason=f"{what}; {len(slow)} took longer than {number_text(limit or 0)} ms "
                            f"(slowest: {worst.name} {worst.duration_ms:.1f} ms)", evidence=_evidence(slow))
+        count = self.spec.count
+        if missing and (count.equals is not None or count.lte is not None or limit is not None):
+            raise missing.undecided(f"{what}; so far as expected")
         return Verdict(passed=True, reason=what, evidence=_evidence(chosen))
 
     def _selects(self, span: Span, attributes: Mapping[str, object]) -> bool:

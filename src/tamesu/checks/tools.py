@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from tamesu.checks._compare import template_failed
+from tamesu.checks._unheard import Unheard, late_note, unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
 from tamesu.errors import TemplateError
@@ -45,17 +46,24 @@ def call_problem(spec: CallSpec, call: ToolCall, expected_args: Mapping[str, obj
     return args_problem(expected_args, call.args)
 
 
-def _tool_calls(run: RunView) -> tuple[list[ToolCall], str]:
+def _tool_calls(run: RunView) -> tuple[list[ToolCall], str, Unheard | None]:
     """The calls, and where they were read when the suite receives spans: the target's answers, or else the
-    agent's spans."""
+    agent's spans; then also the traces that never came (calls may be in them: a verdict they could change
+    is not made)."""
     own = [c for c in run.tool_calls if c.kind in ("tool", "delegation")]
     if run.spans is None:
-        return own, ""
+        return own, "", None
     if own:
-        return own, " (from the target's answers)"
+        return own, " (from the target's answers)", None
+    missing = unheard(run)
     if not run.spans:  # "none called" read from nothing at all: said, so a pass is not taken for evidence
-        return [], " (from the agent's spans: none came)"
-    return [ToolCall(**call) for call in genai.tool_calls(run.spans)], " (from the agent's spans)"
+        return [], " (from the agent's spans: none came)", missing
+    return [ToolCall(**call) for call in genai.tool_calls(run.spans)], " (from the agent's spans)", missing
+
+
+def _late(run: RunView, missing: Unheard | None) -> str:
+    """A failure read from the agent's spans, beside a trace of them that came incomplete (`late_note`)."""
+    return late_note(run) if missing is not None else ""
 
 
 def _names(calls: list[ToolCall]) -> str:
@@ -84,20 +92,24 @@ class ToolCalled(Check[CallSpec]):
             expected = _rendered_args(self.spec, run.context)
         except TemplateError as exc:
             return template_failed(exc)
-        calls, source = _tool_calls(run)
+        calls, source, missing = _tool_calls(run)
         named = [c for c in calls if c.name == self.spec.name]
         if not named:
-            return Verdict(passed=False,
-                           reason=f"expected a call to {self.spec.name}; tools called: {_names(calls)}{source}")
+            if missing:
+                raise missing.undecided(f"tools called: {_names(calls)}")
+            return Verdict(passed=False, reason=f"expected a call to {self.spec.name}; tools called: "
+                                                f"{_names(calls)}{source}{_late(run, missing)}")
         for call in named:
             if call_problem(self.spec, call, expected) is None:
                 return Verdict(passed=True,
                                reason=f"{self.spec.name} called{_turn(call)} with {shown(call.args)}{source}")
         problem = call_problem(self.spec, named[0], expected)
+        if missing:
+            raise missing.undecided(f"{len(named)} call(s) to {self.spec.name}, none matching (first: {problem})")
         return Verdict(
             passed=False,
             reason=f"expected {self.spec.name} with {shown(expected)}; {len(named)} call(s) to it, "
-            f"none matching (first: {problem}){source}",
+            f"none matching (first: {problem}){source}{_late(run, missing)}",
             evidence=[shown(c.args, 400) for c in named],
         )
 
@@ -116,7 +128,7 @@ class ToolNotCalled(Check[CallSpec]):
             expected = _rendered_args(self.spec, run.context)
         except TemplateError as exc:
             return template_failed(exc)
-        calls, source = _tool_calls(run)
+        calls, source, missing = _tool_calls(run)
         for call in calls:
             if call_problem(self.spec, call, expected) is None:
                 with_args = f" with {shown(expected)}" if expected is not None else ""
@@ -125,6 +137,8 @@ class ToolNotCalled(Check[CallSpec]):
                     reason=f"expected no call to {self.spec.name}{with_args}; called{_turn(call)} "
                     f"with {shown(call.args)}{source}",
                 )
+        if missing:
+            raise missing.undecided(f"tools called: {_names(calls)}")
         return Verdict(passed=True,
                        reason=f"{self.spec.label()} was not called; tools called: {_names(calls)}{source}")
 
@@ -154,13 +168,18 @@ class ToolSequence(Check[SequenceSpec]):
             wanted = [(spec, _rendered_args(spec, run.context)) for spec in self.spec.calls]
         except TemplateError as exc:
             return template_failed(exc)
-        calls, source = _tool_calls(run)
+        calls, source, missing = _tool_calls(run)
         order = " -> ".join(spec.label() for spec in self.spec.calls)
         found = " -> ".join(c.name for c in calls) or "no tool calls"
         problem = _strict_problem(wanted, calls) if self.spec.strict else _in_order_problem(wanted, calls)
+        # calls in a trace that never came may fall anywhere: only calls found in order, others allowed
+        # between, are decided by what came
+        if missing and (problem or self.spec.strict):
+            raise missing.undecided(f"tools called: {found}")
         if problem:
             kind = "exactly" if self.spec.strict else "in order"
-            return Verdict(passed=False, reason=f"expected {kind}: {order}; found {found} ({problem}){source}")
+            return Verdict(passed=False, reason=f"expected {kind}: {order}; found {found} ({problem}){source}"
+                                                f"{_late(run, missing)}")
         return Verdict(passed=True, reason=f"tools called: {found}{source}")
 
 

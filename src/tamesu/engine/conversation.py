@@ -199,7 +199,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     if result.status != "error" and (broken := remote_agents.forward_failure()):
         result.status, result.error, result.end_reason = "error", broken, "error"
     if spans_file is not None:
-        target_metrics.update(attach(spans_file, exchanges, session))
+        target_metrics.update(attach(spans_file, exchanges, session, inputs.traces))
         warnings.extend(spans_warnings(spans_file, inputs.traces))
         if failures and failures[0].name == "conversation":
             failures[0] = failed_turn_said(failures[0], spans_file, exchanges[-1].index if exchanges else None)
@@ -321,7 +321,7 @@ async def _converse(
         def conversation_trace() -> TraceContext:
             trace = conversation.enter_context(otel.active().conversation(test=test.id, target=test.target_name))
             if spans is not None:
-                spans.expect(trace.trace_id, None)
+                spans.expect(trace.trace_id, None, trace.span_id)
             return trace
 
         session.conversation_trace_factory = conversation_trace
@@ -384,7 +384,7 @@ async def _talk(
             try:
                 with otel.active().turn(test=test.id, turn=index) as trace:
                     session.trace = trace
-                    expect_turn(spans, trace.trace_id, index)  # before the agent can answer
+                    expect_turn(spans, trace.trace_id, index, trace.span_id)  # before the agent can answer
                     try:
                         with agents_side(session):
                             agent = checked_turn(await target.send(action.turn), target.kind)

@@ -164,31 +164,44 @@ def spans_warnings(spans_file: SpansFile, traces: SuiteTraces | None) -> list[st
                 "instead of continuing the traceparent it is sent has its spans there") if others else ""
         said.append(f"{len(spans_file.not_found)} trace(s) of this run {where} within traces.wait "
                     f"({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}{hint}")
+    if spans_file.incomplete and traces is not None:
+        # the agent's span under tamesu's is the trace's root on the agent's side: it ends last, so a batching
+        # exporter sends it last
+        said.append(f"{len(spans_file.incomplete)} trace(s) of this run came without the agent's span under "
+                    f"tamesu's within traces.wait ({traces.spec.wait:g}s), so more of them may have come too late "
+                    f"(or the agent's caller exports elsewhere): {', '.join(spans_file.incomplete[:5])}")
     if spans_file.over_limit:
         said.append(f"{spans_file.over_limit} span(s) past traces.max_spans ({spans_file.max_spans}) were not kept")
     return said
 
 
-def expect_turn(spans: RunSpans | None, trace_id: str | None, turn: int) -> None:
+def expect_turn(spans: RunSpans | None, trace_id: str | None, turn: int, parent: str | None = None) -> None:
     if spans is not None:
-        spans.expect(trace_id, turn)
+        spans.expect(trace_id, turn, parent)
 
 
-def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session) -> dict[str, float]:
+def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session,
+           traces: SuiteTraces | None = None) -> dict[str, float]:
     """Each turn's span metrics onto the turn (distributions, as every per-turn metric); the run's totals
-    (`llm_time_ms_total`...) returned as scalars. A flood past `max_spans` is an event."""
+    (`llm_time_ms_total`...) returned as scalars. A flood past `max_spans` is an event; so is each trace that
+    never came, with the wait it missed and where it was looked for (the checks that needed it say so)."""
     for exchange in exchanges:
         mine = [s for s in spans_file.spans if s.turn == exchange.index]
         exchange.agent.measures.update(genai.measures(mine))
+    waited = {} if traces is None else {
+        "wait_s": traces.spec.wait, "source": traces.query.name if traces.query is not None else "receiver"}
     for trace_id in spans_file.not_found:
         turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
-        session.event("trace_not_found", trace_id=trace_id, turn=turn)
+        session.event("trace_not_found", trace_id=trace_id, turn=turn, **waited)
+    for trace_id in spans_file.incomplete:
+        turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
+        session.event("trace_incomplete", trace_id=trace_id, turn=turn, **waited)
     if spans_file.over_limit:
         session.event("spans_over_limit", received=spans_file.received, kept=len(spans_file.spans),
                       max_spans=spans_file.max_spans)
     totals = genai.measures(spans_file.spans)
     return {f"{name}_total": value for name, value in totals.items()} | {
-        "trace_not_found": float(len(spans_file.not_found)),
+        "trace_not_found": float(len(spans_file.not_found)), "trace_incomplete": float(len(spans_file.incomplete)),
         "trace_spans_received": float(spans_file.received), "trace_spans_over_limit": float(spans_file.over_limit)}
 
 

@@ -38,6 +38,7 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "mcp_stdout_noise": ("MCP server", "MCP servers", "printed lines that are not JSON-RPC on stdout (the stdio "
                          "protocol's channel; in mcp-server.log)"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
+    "trace_incomplete": ("trace", "traces", "came without the agent's span under tamesu's (the rest may be late)"),
     "capture_not_found": ("capture", "captures", "found in no agent turn"),
     "agent_spoke_before_reply": ("stretch of agent speech", "stretches of agent speech",
                                  "came before the user's words it would answer had ended"),

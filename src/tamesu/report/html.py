@@ -27,7 +27,7 @@ from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
 from tamesu.report.load_html import load_sections
-from tamesu.report.waterfall import turn_spans, waterfall, waterfall_css
+from tamesu.report.waterfall import before_first_turn, turn_spans, waterfall, waterfall_css
 from tamesu.report.words import not_evaluated
 from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestResult
 from tamesu.telemetry.spans import SpansFile
@@ -357,8 +357,8 @@ class _Page:
     def chat(self, detail: RunResult, folder: Path | None = None) -> str:
         if not detail.turns:
             return ""
-        bubbles = []
         spans = _spans(folder)
+        bubbles = [before_first_turn(spans)] if spans is not None else []
         for turn in detail.turns:
             if turn.user is not None:
                 said = turn.user.display()

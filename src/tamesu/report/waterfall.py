@@ -16,6 +16,9 @@ from tamesu.telemetry.spans import Span, SpansFile
 
 MAX_ROWS = 200
 """Spans drawn per turn; the rest are counted under the waterfall (and not kept in the store)."""
+BEFORE = 0
+"""The waterfall of the spans no turn owns, drawn above the first turn (and kept in the store as turn "0"):
+a handshake, a session set up when the agent connected (a conversation trace's spans before the first turn)."""
 
 
 class TurnSpans(BaseModel):
@@ -37,8 +40,9 @@ def waterfall_css() -> str:
 
 
 def turn_spans(index: int, latency_ms: float, spans: SpansFile) -> TurnSpans | None:
-    """The turn's waterfall as data, or None when no span of the agent's was matched to it."""
-    mine = [s for s in spans.spans if s.turn == index]
+    """The turn's waterfall as data (`BEFORE`: the spans before the first turn), or None when no span of the
+    agent's was matched to it."""
+    mine = [s for s in spans.spans if (s.turn if s.turn is not None else BEFORE) == index]
     if not mine:
         return None
     ordered = [span for _, span in nested(mine)]
@@ -78,8 +82,10 @@ def waterfall(index: int, turn: TurnSpans) -> str:
     origin = turn.sent_unix_nano if turn.sent_unix_nano is not None else min(s.start_unix_nano for s in mine)
     span_end = max((s.end_unix_nano - origin) / 1e6 for s in mine)
     total = max(turn.latency_ms, span_end, 0.001)
-    rows = [_row(f"tamesu turn {index}", f"turn {index}: {_ms(turn.latency_ms)} from sending to the answer",
-                 0.0, 100 * turn.latency_ms / total, turn.latency_ms, "wf-turn", 0)]
+    # before the first turn tamesu sent nothing of a turn's: no turn of its own on top
+    rows = [] if index == BEFORE else [
+        _row(f"tamesu turn {index}", f"turn {index}: {_ms(turn.latency_ms)} from sending to the answer",
+             0.0, 100 * turn.latency_ms / total, turn.latency_ms, "wf-turn", 0)]
     for depth, span in nested(mine):
         left = 100 * max(0.0, (span.start_unix_nano - origin) / 1e6) / total
         rows.append(_row(span.name, _hover(span), left, 100 * span.duration_ms / total, span.duration_ms,
@@ -87,11 +93,23 @@ def waterfall(index: int, turn: TurnSpans) -> str:
     more = f'<p class="dim">{turn.more} more span(s) not drawn</p>' if turn.more else ""
     count = len(mine) + turn.more
     said = f"{count} agent span{'s' if count != 1 else ''}" + (f", {turn.failed} failed" if turn.failed else "")
+    whose = "before the first turn" if index == BEFORE else f"of turn {index}"
+    if index == BEFORE:
+        said += f" {whose}"
     return (f'<details class="waterfall" open><summary>{escape(said)} · {escape(_ms(total))}</summary>'
-            f'<ol class="wf" aria-label="spans of turn {index}">{"".join(rows)}</ol>{more}</details>')
+            f'<ol class="wf" aria-label="spans {whose}">{"".join(rows)}</ol>{more}</details>')
+
+
+def before_first_turn(spans: SpansFile) -> str:
+    """The agent's spans no turn owns (its handshake, a session set up as it connected) as the report's bubble
+    above the first turn, or nothing."""
+    drawn = turn_spans(BEFORE, 0.0, spans)
+    return "" if drawn is None else ('<div class="msg agent"><div class="who">agent · before the first turn</div>'
+                                     f"{waterfall(BEFORE, drawn)}</div>")
 
 
 def by_turn(latencies: dict[int, float], spans: SpansFile) -> dict[str, TurnSpans]:
-    """Every turn's waterfall as data, by turn number (a JSON object's keys): what the store keeps."""
-    drawn = {index: turn_spans(index, latency, spans) for index, latency in latencies.items()}
+    """Every turn's waterfall as data, by turn number (a JSON object's keys; "0": before the first turn): what
+    the store keeps."""
+    drawn = {index: turn_spans(index, latency, spans) for index, latency in {BEFORE: 0.0, **latencies}.items()}
     return {str(index): turn for index, turn in drawn.items() if turn is not None}

@@ -90,7 +90,8 @@ test_runs = Table(
     Column("trace_ids", JSON),
     # The W3C trace id sent with each turn, in turn order.
     Column("spans", JSON),
-    # `traces:`: each turn's waterfall by turn number (report.waterfall.TurnSpans: at most 200 spans a turn).
+    # `traces:`: each turn's waterfall by turn number (report.waterfall.TurnSpans: at most 200 spans a turn; "0":
+    # the spans before the first turn).
     Column("llm_cost_usd", Float),
     Column("llm_tokens", Integer),
     Column("metrics", JSON),

@@ -13,10 +13,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from tamesu.telemetry._clocks import Sent, skew_ns, turn_at
 from tamesu.telemetry.spans import MAX_VALUE_CHARS, Span, SpansFile
 
 _CONVERSATION = -1
-"""The route of a conversation's trace: its spans are placed on turns by their start time."""
+"""The route of a conversation's trace (or of one id sent with several turns): its spans are placed on turns by
+their start time, read on tamesu's clock (`_clocks`)."""
 _OTHER_TRACES_REMEMBERED = 100_000
 
 
@@ -109,6 +111,16 @@ class RunSpans:
         self.closed = False
         self._turn_starts: list[tuple[int, int]] = []
         """(wall-clock ns, turn): where a conversation trace's spans fall."""
+        self._sent = Sent()
+        self._turn: int | None = None
+        self._own: dict[str, int] = {}
+        """Each trace id sent with one turn alone: its spans are that turn's, whatever their clock says."""
+        self._conversation: set[str] = set()
+        self._parents: dict[str, str] = {}
+        """The span id tamesu's `traceparent` named in each trace it sent: the agent's first span's parent."""
+        self._entered: set[str] = set()
+        """The traces of which the agent's span under tamesu's came: spans of one without it came early of a
+        trace whose root (the last span to end, in an exporter's last batch) was still to come."""
         self._quiet_since = time.monotonic()
         self.trace_ids: list[str] = []
         """Every trace this run sent, in order: what `traces.query` asks the backend for."""
@@ -118,18 +130,36 @@ class RunSpans:
         """(trace id, span id) of every span taken: a span id is unique in its trace, so one seen again is the
         same span sent twice (OTLP delivery is at least once), not a second call to count."""
 
-    def expect(self, trace_id: str | None, turn: int | None) -> None:
-        """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None)."""
+    def expect(self, trace_id: str | None, turn: int | None, parent: str | None = None) -> None:
+        """`trace_id` is this run's: a turn's (`turn`), or the conversation's (None); `parent`: the span id its
+        `traceparent` named, when tamesu made it."""
         if trace_id is None:
             return
+        if parent is not None:
+            self._parents.setdefault(trace_id, parent)
         known = self._collector._routes.get(trace_id)
         if turn is not None and known is not None and known[0] is self and known[1] == _CONVERSATION:
             return  # a turn that recorded the conversation's trace: its spans are placed by time
+        now = time.time_ns()
         if turn is not None:
-            self._turn_starts.append((time.time_ns(), turn))
+            self._turn_starts.append((now, turn))
+            self._sent.turns.setdefault(turn, now)
+            self._turn = turn
+        else:
+            self._conversation.add(trace_id)
+            self._sent.conversation = self._sent.conversation or now
         if trace_id not in self.trace_ids:
             self.trace_ids.append(trace_id)
-        self._collector._routes[trace_id] = (self, _CONVERSATION if turn is None else turn)
+        route = _CONVERSATION if turn is None else turn
+        if turn is not None and known is not None and known[0] is self and known[1] != turn:
+            # one id sent with two turns (a suite's own fixed traceparent): it cannot say which turn a span is
+            # of, and the spans placed as they came went to whichever turn was last sent
+            route = _CONVERSATION
+            self._own.pop(trace_id, None)
+            self.kept = [s.model_copy(update={"turn": None}) if s.trace_id == trace_id else s for s in self.kept]
+        elif turn is not None:
+            self._own[trace_id] = turn
+        self._collector._routes[trace_id] = (self, route)
 
     def fetched(self, spans: Iterable[Span], not_found: list[str]) -> None:
         """What the tracing backend had of this run's traces (`traces.query`), routed as received spans are."""
@@ -149,11 +179,15 @@ class RunSpans:
         self._ids.add((span.trace_id, span.span_id))
         self.received += 1
         self._heard.add(span.trace_id)
+        if span.parent_span_id is not None and span.parent_span_id == self._parents.get(span.trace_id):
+            self._entered.add(span.trace_id)
         if len(self.kept) < self.max_spans:
             self.kept.append(span.model_copy(update={"turn": turn}) if turn is not None else span)
 
     def turn_ended(self) -> None:
         self._quiet_since = time.monotonic()
+        if self._turn is not None:
+            self._sent.answered[self._turn] = time.time_ns()
 
     async def settle(self, wait: float) -> None:
         """Wait for late spans: until `wait` seconds after the last turn ended."""
@@ -164,11 +198,12 @@ class RunSpans:
     def close(self) -> SpansFile:
         """What the run keeps; later spans of its traces are counted as late."""
         self.closed = True
-        starts = sorted(self._turn_starts)
+        skew = skew_ns(self.kept, self._own, self._conversation, self._sent)
+        starts = sorted((at + skew, turn) for at, turn in self._turn_starts)  # on the agent's clock
         for index, span in enumerate(self.kept):
             if span.turn is None and starts:
                 # a conversation's span belongs to the turn that was going on when it started
-                turn = next((t for at, t in reversed(starts) if at <= span.start_unix_nano), None)
+                turn = turn_at(span.start_unix_nano, starts)
                 if turn is not None:
                     self.kept[index] = span.model_copy(update={"turn": turn})
         self.kept.sort(key=lambda s: (s.start_unix_nano, s.end_unix_nano))
@@ -177,4 +212,6 @@ class RunSpans:
             started.setdefault(str(turn), at)
         return SpansFile(received=self.received, over_limit=self.received - len(self.kept),
                          max_spans=self.max_spans, turn_started_unix_nano=started, spans=self.kept,
-                         not_found=self.not_found)
+                         not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3),
+                         incomplete=[t for t in self.trace_ids
+                                     if t in self._heard and t in self._parents and t not in self._entered])

@@ -69,7 +69,16 @@ class SpansFile(BaseModel):
     not_found: list[str] = Field(default_factory=list)
     """With `traces.query`: this run's trace ids the backend did not have within `traces.wait`."""
     turn_started_unix_nano: dict[str, int] = Field(default_factory=dict)
-    """When tamesu sent each turn (by turn number), on the agent's clock: where a waterfall starts."""
+    """When tamesu sent each turn (by turn number), on the agent's clock (tamesu's plus `clock_skew_ms`):
+    where a waterfall starts."""
+    incomplete: list[str] = Field(default_factory=list)
+    """This run's trace ids some spans of which came, but not the agent's span under tamesu's (the one its
+    `traceparent` named) within `traces.wait`: a trace's root ends last and a batching exporter sends it last,
+    so more of the trace may have come too late (or the agent's caller exports elsewhere)."""
+    clock_skew_ms: float = 0.0
+    """The agent's clock ahead of tamesu's (negative: behind), as the traces each turn sent alone showed it
+    (their spans cannot start before the turn was sent, nor after it was answered); 0 when they show none.
+    The spans of the conversation's trace were placed on turns with it taken off."""
     spans: list[Span] = Field(default_factory=list)
 
     def numbers_masked(self, mask: Callable[[str], str]) -> SpansFile:

@@ -56,10 +56,13 @@ def percent(value: float | None) -> str:
 
 
 def chat(lines: Sequence[dict[str, object]], after_agent: Mapping[str, str] | None = None) -> str:
-    """The transcript; `after_agent` is HTML by turn number (as a string) put under that turn's agent line."""
+    """The transcript; `after_agent` is HTML by turn number (as a string) put under that turn's agent line ("0"
+    above the first turn)."""
     if not lines:
         return '<p class="dim">no transcript</p>'
     said = "".join(f'<p class="{esc(line.get("role"))}"><b>{esc(line.get("role"))}:</b> {esc(line.get("text"))}</p>'
                    + ((after_agent or {}).get(str(line.get("turn")), "") if line.get("role") == "agent" else "")
                    for line in lines)
-    return f'<div class="chat">{said}</div>'
+    # turn "0": what came before the first turn (the agent's spans of its handshake), above it
+    before = (after_agent or {}).get("0", "")
+    return f'<div class="chat">{before}{said}</div>'
