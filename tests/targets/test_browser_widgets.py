@@ -18,6 +18,7 @@ import pytest
 from browser_fixtures import ROOT, shared_chromium, skip_without_browser
 from conftest import run_tamesu, why
 from lifeline import tied
+from model_servers import OpenAIServer, tool_call
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 FIXTURES = (shared_chromium,)
@@ -624,6 +625,45 @@ tests:
     turns = _result(run_dir, "account")["turns"]
     assert turns[0]["agent"]["response"]["summary"] == "The order ORD-1001 has shipped"
     assert turns[1]["agent"]["response"]["reason"] == "The orders widget says ORD-1001 has shipped."
+
+
+def test_the_browser_agent_acts_inside_an_iframe_through_the_frame_it_is_shown(
+        tmp_path: Path, pages: str, shared_chromium: str, serve: Any) -> None:
+    """The browser agent saw an iframe's content, told "the steps' selectors do not reach into it", and its tools
+    had no `frame`: a goal on a widget or form in an iframe could not be reached, though steps can act there."""
+    model = OpenAIServer()
+    server = serve(model.app)
+    frame = 'iframe[title="Chat"]'
+    model.plan(tool_call("fill", {"selector": "#q", "value": "pears", "frame": frame}),
+               tool_call("click", {"selector": {"role": "button", "name": "Send"}, "frame": frame}),
+               tool_call("wait", {"text": "From the frame: pears.", "frame": frame}),
+               tool_call("done", {"summary": "The widget answered about pears"}))
+    done, run_dir = _run(tmp_path, f"""
+models:
+  browser: {{ provider: openai, model: test-model, base_url: "{OpenAIServer.base_url(server.url)}", api_key: k }}
+targets:
+  shop: {{ type: browser, url: "{{{{env.PAGES}}}}host.html", step_timeout: 3s }}
+tests:
+  - name: ask the widget
+    target: shop
+    steps:
+      - {{ action: wait, frame: '{frame}', selector: "#q" }}
+      - goal: Ask the chat widget about pears
+        max_steps: 4
+""", pages, shared_chromium)
+    assert done.returncode == 0, done.stdout + done.stderr
+    requests = [call.body for call in model.calls()]
+    tools = {t["function"]["name"]: t["function"]["parameters"]["properties"] for t in requests[0]["tools"]}
+    assert {name for name, properties in tools.items() if "frame" in properties} == {
+        "click", "fill", "press", "wait", "eval_js", "assert_text", "screenshot"}
+    assert "frame" in requests[0]["messages"][0]["content"]
+    page = requests[0]["messages"][-1]["content"]
+    assert f"(act in it with frame: {frame}):" in page, page
+    said = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"]
+    assert said == ["ok: filled '#q'", "ok: clicked button 'Send'", "ok: 'From the frame: pears.' is visible"
+                    ], said
+    goal = _result(run_dir, "ask-the-widget")["turns"][1]["agent"]["response"]
+    assert goal["reached"] and goal["prompt_version"] == "browser_agent.v2", goal
 
 
 def test_a_page_with_more_errors_than_are_kept_says_so(tmp_path: Path, pages: str, shared_chromium: str) -> None:
