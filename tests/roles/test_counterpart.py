@@ -267,3 +267,45 @@ tests:
     assert theirs == ["supplier asks: buyer checked billing", "supplier follows up"], theirs
     assert run["metrics"]["delegations"] == 3
 
+
+def test_a_call_refused_while_the_counterpart_has_the_floor_is_the_counterparts(
+        tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # billing refuses a caller without its token: the supplier's refused calls counted in the buyer's
+    # delegations_refused, so `metric: {name: delegations_refused, equals: 0}` failed the buyer for them
+    def caller(role: str, token: str | None) -> Starlette:
+        async def chat(request: Request) -> JSONResponse:
+            body = await request.json()
+            headers = {"A2A-Version": "1.0", **({"Authorization": f"Bearer {token}"} if token else {})}
+            async with httpx.AsyncClient(timeout=10) as http:
+                await http.post(body["billing"], headers=headers, json={
+                    "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+                        "messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": f"{role} asks"}]}}})
+            return JSONResponse({"text": f"{role} checked billing"})
+
+        return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+    buyer, supplier = serve(caller("buyer", "s3cret-token")), serve(caller("supplier", None))
+    body = '{ message: "{{message}}", billing: "{{remote.billing.url}}" }'
+    (tmp_path / "talk.tamesu.yaml").write_text(
+        "remote_agents:\n  billing: { reply: noted, token: s3cret-token }\n"
+        "targets:\n"
+        f"  buyer: {{ type: rest, url: {buyer.url}/chat, request: {{ body: {body} }} }}\n"
+        f"  supplier: {{ type: rest, url: {supplier.url}/chat, request: {{ body: {body} }} }}\n"
+        """\
+tests:
+  - name: refused
+    target: buyer
+    counterpart: { target: supplier, opening: "500 units" }
+    scenario: { max_turns: 3 }
+    assert:
+      - metric: { name: delegations_refused, equals: 0 }
+      - metric: { name: delegations, equals: 3 }
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = result(tmp_path / "out", "refused")
+    assert [e["data"] for e in run["events"] if e["name"] == "delegation_refused"] == [], run["events"]
+    theirs = [e["data"] for e in run["events"] if e["name"] == "counterpart_delegation_refused"]
+    assert theirs == [{"counterpart": "supplier", "agent": "billing", "binding": "http",
+                       "reason": "no valid bearer token"}] * 2, theirs
+    assert run["metrics"]["counterpart_delegations_refused"] == 2

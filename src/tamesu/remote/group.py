@@ -141,6 +141,12 @@ class RemoteAgents:
                             **({"forwarded": delegation.forwarded} if delegation.forwarded else {}))
 
     def _refused(self, agent: str, binding: str) -> None:
+        # refused before its message was read: no ids, so whose turn it came in says whose it is
+        if self.others is not None and (other := self.others(self._session.now_ms())) is not None:
+            self._session.count("counterpart_delegations_refused")
+            self._session.event("counterpart_delegation_refused", counterpart=other, agent=agent, binding=binding,
+                                reason="no valid bearer token")
+            return
         self._session.count("delegations_refused")
         self._session.event("delegation_refused", agent=agent, binding=binding, reason="no valid bearer token")
 
