@@ -90,6 +90,31 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   input.disabled = false;
 });
 </script></body></html>""",
+    # as greets.html, but its input stays enabled while it answers, slower than its greeting comes
+    "greets-late.html": """<!doctype html><html><body><button id="open">Chat</button>
+<div id="widget" hidden><div id="log"></div><form id="f"><input id="q"><button>Send</button></form></div>
+<script>
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const say = (text) => {
+  const div = document.createElement("div");
+  div.className = "msg agent";
+  div.textContent = text;
+  document.getElementById("log").append(div);
+};
+document.getElementById("open").addEventListener("click", async () => {
+  document.getElementById("widget").hidden = false;
+  document.getElementById("open").hidden = true;
+  await sleep(1000);
+  say("Hi! I am the shop's assistant.");
+});
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value;
+  input.value = "";
+  await sleep(3000);
+  say("Answer to " + asked + ".");
+});
+</script></body></html>""",
     # a long page whose last line is what a rubric asks about
     "long.html": "<!doctype html><html><body><h1>Terms</h1><p>"
                  + " ".join(f"clause{i}" for i in range(2000)) + "</p><footer>Shipping is free.</footer></body></html>",
@@ -278,6 +303,33 @@ tests:
     assert [(e["after_turn"], e["messages"]) for e in unread] == [(1, ["Answer to one."])], unsaid["events"]
     assert "set chat.greeting: true" in unread[0]["hint"]
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_late_greeting_that_shifts_every_answer_a_turn_is_said(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """A widget that greets once open, answering slower than its greeting comes and taking the next words while it
+    answers, had each answer read one turn late: the greeting as turn 1's, turn 1's as turn 2's..., the last answer
+    read by no turn, and nothing said it."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  late:
+    type: browser
+    url: "{{env.PAGES}}greets-late.html"
+    chat: { input: "#q", messages: ".msg.agent", open: "#open" }
+tests:
+  - name: late
+    target: late
+    scenario: { script: [{ say: one }, { say: two }, { say: three }] }
+""", pages, shared_chromium)
+    assert done.returncode == 0, done.stdout + done.stderr
+    late = _result(run_dir, "late")
+    assert [turn["agent"]["text"] for turn in late["turns"]] == [
+        "Hi! I am the shop's assistant.", "Answer to one.", "Answer to two."]
+    unread = [e["data"] for e in late["events"] if e["name"] == "chat_unread"]
+    assert [(e["after_turn"], e["messages"]) for e in unread] == [(3, ["Answer to three."])], late["events"]
+    assert "set chat.greeting: true" in unread[0]["hint"]
+    assert "along the way: 1 chat turn followed by widget messages no turn read (a greeting the widget writes late " \
+           "reads each answer a turn late: chat.greeting) (chat_unread, 1 test)" in done.stdout, done.stdout
 
 
 def test_an_expect_on_a_page_longer_than_the_judge_sees_says_the_cut(
