@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -198,3 +199,113 @@ tests:
     assert [e["data"] for e in rejected["events"] if e["name"] == "user_side"][-1] == {
         "counterpart": "seller", "stopped": True, "reason": "ended the conversation", "state": "rejected",
         "message": "no deal"}
+
+
+def background_delegator(role: str, delays: list[float], follow_up_after: float) -> Starlette:
+    """Asks billing before each answer, as `delegator`; its answer to the Nth message waits `delays[N-1]` seconds
+    (it composes). After its first answer it follows up on that billing conversation in the background, its
+    `contextId` named, `follow_up_after` seconds after the first message came."""
+    heard: list[str] = []
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def ask(billing: str, text: str, context: str | None = None) -> str:
+        message: dict[str, Any] = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]}
+        if context:
+            message["contextId"] = context
+        async with httpx.AsyncClient(timeout=10) as http:
+            answer = (await http.post(billing, headers={"A2A-Version": "1.0"}, json={
+                "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}})).json()
+        found = answer.get("result", {})
+        return str(found.get("task", found.get("message", {})).get("contextId", ""))
+
+    async def follow_up(billing: str, context: str, at: float) -> None:
+        await asyncio.sleep(max(0.0, at - asyncio.get_running_loop().time()))
+        await ask(billing, f"{role} follows up", context)
+
+    async def chat(request: Request) -> JSONResponse:
+        came = asyncio.get_running_loop().time()
+        body = await request.json()
+        heard.append(body["message"])
+        context = await ask(body["billing"], f"{role} asks: {body['message']}")
+        if len(heard) == 1:
+            task = asyncio.create_task(follow_up(body["billing"], context, came + follow_up_after))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        await asyncio.sleep(delays[min(len(heard), len(delays)) - 1])
+        return JSONResponse({"text": f"{role} checked billing"})
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def test_a_follow_up_sent_in_the_background_is_its_senders_whoever_has_the_floor(
+        tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # a message reached billing while the other side had the floor, so it was taken for the other side's: the
+    # buyer's follow-up, sent while the supplier composed, was the supplier's (counterpart_delegated), and the
+    # supplier's, sent while the buyer composed, was a delegation of the buyer. A follow-up names the billing
+    # conversation its sender began: it is that sender's
+    buyer = serve(background_delegator("buyer", [0.0, 2.0], follow_up_after=0.7))
+    supplier = serve(background_delegator("supplier", [2.0], follow_up_after=2.7))
+    body = '{ message: "{{message}}", billing: "{{remote.billing.url}}" }'
+    (tmp_path / "talk.tamesu.yaml").write_text(
+        "remote_agents:\n  billing: { reply: noted }\n"
+        "targets:\n"
+        f"  buyer: {{ type: rest, url: {buyer.url}/chat, request: {{ body: {body} }} }}\n"
+        f"  supplier: {{ type: rest, url: {supplier.url}/chat, request: {{ body: {body} }} }}\n"
+        """\
+tests:
+  - name: in the background
+    target: buyer
+    counterpart: { target: supplier, opening: "500 units" }
+    scenario: { max_turns: 2 }
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = result(tmp_path / "out", "in-the-background")
+    assert [c["args"]["message"] for c in run["tool_calls"]] == [
+        "buyer asks: 500 units", "buyer follows up", "buyer asks: supplier checked billing"], run["tool_calls"]
+    theirs = [e["data"]["message"] for e in run["events"] if e["name"] == "counterpart_delegated"]
+    assert theirs == ["supplier asks: buyer checked billing", "supplier follows up"], theirs
+    assert run["metrics"]["delegations"] == 3
+
+
+def test_a_call_refused_while_the_counterpart_has_the_floor_is_the_counterparts(
+        tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # billing refuses a caller without its token: the supplier's refused calls counted in the buyer's
+    # delegations_refused, so `metric: {name: delegations_refused, equals: 0}` failed the buyer for them
+    def caller(role: str, token: str | None) -> Starlette:
+        async def chat(request: Request) -> JSONResponse:
+            body = await request.json()
+            headers = {"A2A-Version": "1.0", **({"Authorization": f"Bearer {token}"} if token else {})}
+            async with httpx.AsyncClient(timeout=10) as http:
+                await http.post(body["billing"], headers=headers, json={
+                    "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+                        "messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": f"{role} asks"}]}}})
+            return JSONResponse({"text": f"{role} checked billing"})
+
+        return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+    buyer, supplier = serve(caller("buyer", "s3cret-token")), serve(caller("supplier", None))
+    body = '{ message: "{{message}}", billing: "{{remote.billing.url}}" }'
+    (tmp_path / "talk.tamesu.yaml").write_text(
+        "remote_agents:\n  billing: { reply: noted, token: s3cret-token }\n"
+        "targets:\n"
+        f"  buyer: {{ type: rest, url: {buyer.url}/chat, request: {{ body: {body} }} }}\n"
+        f"  supplier: {{ type: rest, url: {supplier.url}/chat, request: {{ body: {body} }} }}\n"
+        """\
+tests:
+  - name: refused
+    target: buyer
+    counterpart: { target: supplier, opening: "500 units" }
+    scenario: { max_turns: 3 }
+    assert:
+      - metric: { name: delegations_refused, equals: 0 }
+      - metric: { name: delegations, equals: 3 }
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = result(tmp_path / "out", "refused")
+    assert [e["data"] for e in run["events"] if e["name"] == "delegation_refused"] == [], run["events"]
+    theirs = [e["data"] for e in run["events"] if e["name"] == "counterpart_delegation_refused"]
+    assert theirs == [{"counterpart": "supplier", "agent": "billing", "binding": "http",
+                       "reason": "no valid bearer token"}] * 2, theirs
+    assert run["metrics"]["counterpart_delegations_refused"] == 2

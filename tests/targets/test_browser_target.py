@@ -71,7 +71,7 @@ def test_the_example_suite_passes_with_steps_artifacts_and_the_widget(
     first = goal["turns"][0]["agent"]["response"]
     assert first["reached"] and [s["action"] for s in first["agent_steps"]] == ["fill", "press", "click", "done"]
     assert goal["metrics"]["goal_steps"] == 4
-    assert first["prompt_version"] == "browser_agent.v1"
+    assert first["prompt_version"] == "browser_agent.v2"
     run_dir = next(p for p in (tmp_path / "out").iterdir() if p.is_dir())
     artifacts = run_dir / "web-shop" / "find-a-book-by-goal" / "run-1"
     assert (artifacts / "steps" / "01-goal-01.jpg").read_bytes()[:3] == b"\xff\xd8\xff"

@@ -18,6 +18,7 @@ import pytest
 from browser_fixtures import ROOT, shared_chromium, skip_without_browser
 from conftest import run_tamesu, why
 from lifeline import tied
+from model_servers import OpenAIServer, tool_call
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 FIXTURES = (shared_chromium,)
@@ -87,6 +88,31 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   say("Answer to " + asked + ".");
   typing.hidden = true;
   input.disabled = false;
+});
+</script></body></html>""",
+    # as greets.html, but its input stays enabled while it answers, slower than its greeting comes
+    "greets-late.html": """<!doctype html><html><body><button id="open">Chat</button>
+<div id="widget" hidden><div id="log"></div><form id="f"><input id="q"><button>Send</button></form></div>
+<script>
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const say = (text) => {
+  const div = document.createElement("div");
+  div.className = "msg agent";
+  div.textContent = text;
+  document.getElementById("log").append(div);
+};
+document.getElementById("open").addEventListener("click", async () => {
+  document.getElementById("widget").hidden = false;
+  document.getElementById("open").hidden = true;
+  await sleep(1000);
+  say("Hi! I am the shop's assistant.");
+});
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value;
+  input.value = "";
+  await sleep(3000);
+  say("Answer to " + asked + ".");
 });
 </script></body></html>""",
     # a long page whose last line is what a rubric asks about
@@ -277,6 +303,33 @@ tests:
     assert [(e["after_turn"], e["messages"]) for e in unread] == [(1, ["Answer to one."])], unsaid["events"]
     assert "set chat.greeting: true" in unread[0]["hint"]
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_late_greeting_that_shifts_every_answer_a_turn_is_said(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """A widget that greets once open, answering slower than its greeting comes and taking the next words while it
+    answers, had each answer read one turn late: the greeting as turn 1's, turn 1's as turn 2's..., the last answer
+    read by no turn, and nothing said it."""
+    done, run_dir = _run(tmp_path, """
+targets:
+  late:
+    type: browser
+    url: "{{env.PAGES}}greets-late.html"
+    chat: { input: "#q", messages: ".msg.agent", open: "#open" }
+tests:
+  - name: late
+    target: late
+    scenario: { script: [{ say: one }, { say: two }, { say: three }] }
+""", pages, shared_chromium)
+    assert done.returncode == 0, done.stdout + done.stderr
+    late = _result(run_dir, "late")
+    assert [turn["agent"]["text"] for turn in late["turns"]] == [
+        "Hi! I am the shop's assistant.", "Answer to one.", "Answer to two."]
+    unread = [e["data"] for e in late["events"] if e["name"] == "chat_unread"]
+    assert [(e["after_turn"], e["messages"]) for e in unread] == [(3, ["Answer to three."])], late["events"]
+    assert "set chat.greeting: true" in unread[0]["hint"]
+    assert "along the way: 1 chat turn followed by widget messages no turn read (a greeting the widget writes late " \
+           "reads each answer a turn late: chat.greeting) (chat_unread, 1 test)" in done.stdout, done.stdout
 
 
 def test_an_expect_on_a_page_longer_than_the_judge_sees_says_the_cut(
@@ -624,6 +677,45 @@ tests:
     turns = _result(run_dir, "account")["turns"]
     assert turns[0]["agent"]["response"]["summary"] == "The order ORD-1001 has shipped"
     assert turns[1]["agent"]["response"]["reason"] == "The orders widget says ORD-1001 has shipped."
+
+
+def test_the_browser_agent_acts_inside_an_iframe_through_the_frame_it_is_shown(
+        tmp_path: Path, pages: str, shared_chromium: str, serve: Any) -> None:
+    """The browser agent saw an iframe's content, told "the steps' selectors do not reach into it", and its tools
+    had no `frame`: a goal on a widget or form in an iframe could not be reached, though steps can act there."""
+    model = OpenAIServer()
+    server = serve(model.app)
+    frame = 'iframe[title="Chat"]'
+    model.plan(tool_call("fill", {"selector": "#q", "value": "pears", "frame": frame}),
+               tool_call("click", {"selector": {"role": "button", "name": "Send"}, "frame": frame}),
+               tool_call("wait", {"text": "From the frame: pears.", "frame": frame}),
+               tool_call("done", {"summary": "The widget answered about pears"}))
+    done, run_dir = _run(tmp_path, f"""
+models:
+  browser: {{ provider: openai, model: test-model, base_url: "{OpenAIServer.base_url(server.url)}", api_key: k }}
+targets:
+  shop: {{ type: browser, url: "{{{{env.PAGES}}}}host.html", step_timeout: 3s }}
+tests:
+  - name: ask the widget
+    target: shop
+    steps:
+      - {{ action: wait, frame: '{frame}', selector: "#q" }}
+      - goal: Ask the chat widget about pears
+        max_steps: 4
+""", pages, shared_chromium)
+    assert done.returncode == 0, done.stdout + done.stderr
+    requests = [call.body for call in model.calls()]
+    tools = {t["function"]["name"]: t["function"]["parameters"]["properties"] for t in requests[0]["tools"]}
+    assert {name for name, properties in tools.items() if "frame" in properties} == {
+        "click", "fill", "press", "wait", "eval_js", "assert_text", "screenshot"}
+    assert "frame" in requests[0]["messages"][0]["content"]
+    page = requests[0]["messages"][-1]["content"]
+    assert f"(act in it with frame: {frame}):" in page, page
+    said = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"]
+    assert said == ["ok: filled '#q'", "ok: clicked button 'Send'", "ok: 'From the frame: pears.' is visible"
+                    ], said
+    goal = _result(run_dir, "ask-the-widget")["turns"][1]["agent"]["response"]
+    assert goal["reached"] and goal["prompt_version"] == "browser_agent.v2", goal
 
 
 def test_a_page_with_more_errors_than_are_kept_says_so(tmp_path: Path, pages: str, shared_chromium: str) -> None:

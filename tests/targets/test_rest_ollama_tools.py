@@ -132,6 +132,8 @@ tests:
 """)
     done = tamesu(["run", "s.tamesu.yaml", "--out", "out", "--color", "never"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+    # asked for whole answers: Ollama's /v1 streams only when a request says `stream: true`
+    assert [call.body.get("stream") for call in ollama.calls()] == [None, None]
     # each result went back under the id Ollama gave its call
     answered = [m.get("tool_call_id") for m in ollama.calls()[1].body["messages"] if m["role"] == "tool"]
     assert answered == ["call_a1", "call_b2"], answered

@@ -6,7 +6,9 @@ and stops them after the run, whatever happened. Each message an agent receives 
 kind `delegation` named after the agent, on the turn during which it was sent (`attach`).
 A request refused for a missing or wrong `token` is a `delegation_refused` event, not a delegation. With a
 `counterpart:`, a message sent while the counterpart had the floor (`others`) is the counterpart's: a
-`counterpart_delegated` event, never a delegation of the agent under test.
+`counterpart_delegated` event, never a delegation of the agent under test; a message that goes on with a
+conversation or task one side began (its `contextId` or task id) is that side's, whoever had the floor then (a
+follow-up sent in the background).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class RemoteAgents:
         self.others: Callable[[float], str | None] | None = None
         """Who else was talking to the remote agents at a moment of the run's clock (the counterpart whose
         turn was in flight), or None: the agent under test."""
+        self._began: dict[str, str | None] = {}
+        """Who began each conversation and task the remote agents saw (their context and task ids): the
+        counterpart's name, or None for the agent under test."""
 
     async def start(self) -> None:
         if not self._specs:
@@ -115,8 +120,19 @@ class RemoteAgents:
         return (f"remote agent {failed.data.get('agent')}: forward to {failed.data.get('url')}: "
                 f"{failed.data.get('error')}")
 
+    def _sender(self, delegation: Delegation) -> str | None:
+        """Who sent a message: the side that began the conversation or task it goes on with, else the side whose
+        turn it came in (both agents may call the same remote agent; ids are made afresh for each new one)."""
+        ids = [f"{kind}:{value}" for kind, value in (("context", delegation.context_id),
+                                                      ("task", delegation.task_id)) if value]
+        known = [self._began[key] for key in ids if key in self._began]
+        sender = known[0] if known else self.others(delegation.at_ms) if self.others is not None else None
+        for key in ids:
+            self._began.setdefault(key, sender)
+        return sender
+
     def _record(self, delegation: Delegation) -> None:
-        if self.others is not None and (other := self.others(delegation.at_ms)) is not None:
+        if (other := self._sender(delegation)) is not None:
             self._session.count("counterpart_delegations")
             self._session.event("counterpart_delegated", counterpart=other, agent=delegation.agent,
                                 message=delegation.message, reply=delegation.reply, state=delegation.state)
@@ -130,6 +146,12 @@ class RemoteAgents:
                             **({"forwarded": delegation.forwarded} if delegation.forwarded else {}))
 
     def _refused(self, agent: str, binding: str) -> None:
+        # refused before its message was read: no ids, so whose turn it came in says whose it is
+        if self.others is not None and (other := self.others(self._session.now_ms())) is not None:
+            self._session.count("counterpart_delegations_refused")
+            self._session.event("counterpart_delegation_refused", counterpart=other, agent=agent, binding=binding,
+                                reason="no valid bearer token")
+            return
         self._session.count("delegations_refused")
         self._session.event("delegation_refused", agent=agent, binding=binding, reason="no valid bearer token")
 

@@ -44,6 +44,8 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
                                  "came before the user's words it would answer had ended"),
     "agent_hung_up_mid_speech": ("call", "calls", "closed by the agent while its audio was still speech"),
     "audio_slow_pace": ("agent reply", "agent replies", "streamed at a usual sample rate's fraction of real time"),
+    "chat_unread": ("chat turn", "chat turns", "followed by widget messages no turn read (a greeting the widget "
+                    "writes late reads each answer a turn late: chat.greeting)"),
 }
 """Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`
 is there for agents still starting (a hook's `agent &`, a container coming up), and running out of them is the

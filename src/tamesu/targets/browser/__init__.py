@@ -188,6 +188,7 @@ class BrowserTarget(Target[BrowserSpec]):
         if context is None:
             return
         session = self._session
+        await self._last_look()
         if self.spec.trace and session is not None and not self._crashed:
             try:
                 await asyncio.wait_for(context.tracing.stop(path=str(session.artifacts_dir / "trace.zip")), 30)
@@ -197,6 +198,18 @@ class BrowserTarget(Target[BrowserSpec]):
             await asyncio.wait_for(context.close(), 30)  # writes the HAR
         if session is not None:
             mask_artifacts(session)
+
+    async def _last_look(self) -> None:
+        """A widget read by its quiet alone, with no greeting configured, is watched for one more message after the
+        last turn (`_chat.last_look`): what it shows is said, and a page that fails meanwhile fails nothing."""
+        chat = self.spec.chat
+        if chat is None or chat.greeting or chat.done.hidden is not None or chat.done.visible is not None \
+                or self._env is None or self._crashed:
+            return
+        from tamesu.targets.browser._chat import last_look
+
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(last_look(self._env, chat, self.spec.turn_timeout), self.spec.turn_timeout + 5)
 
     async def _trace_agent_origin(self, context: BrowserContext, session: Session) -> None:
         """Stamp requests to the agent's origin with a `traceparent`; routes added later (a step's `mock`)

@@ -49,6 +49,12 @@ class PageEnv:
     """How many messages the chat widget showed when its last answer was read (None before the first)."""
     chat_answers: int = 0
     """How many of the widget's answers were read (its greeting too)."""
+    chat_sent_ms: float | None = None
+    """When the last turn's words were sent (None before the first)."""
+    chat_answer_ms: float = 0.0
+    """How long the last answer took to show from when the turn before the last was sent (the last turn's own
+    sending for the first): a widget whose late greeting was read as turn 1's answer shows each answer that long
+    after the turn it answers, one turn late."""
 
 
 def host_allowed(url: str, allowed: list[str]) -> bool:

@@ -157,6 +157,26 @@ async def _say_unread(env: PageEnv, root: Page | Frame, chat: ChatSpec, before: 
              "answer that pauses longer than done.quiet (set done.hidden or done.visible)")
 
 
+async def last_look(env: PageEnv, chat: ChatSpec, limit: float) -> None:
+    """After the last turn, the widget watched for one more message: a widget that writes a greeting late and takes
+    the next words while it answers has each answer read one turn late, and only its last answer, which comes after
+    the last turn was read, shows it (a `chat_unread` after the last turn). Watched until as long after the last turn
+    was sent as its answer took from the sending of the turn before (each answer's time, were they a turn late),
+    and `done.quiet`; at most `limit` seconds."""
+    if env.chat_read is None or env.chat_sent_ms is None:
+        return
+    until = env.chat_sent_ms + env.chat_answer_ms
+    wait = min(limit, max(0.0, (until - env.session.now_ms()) / 1000) + chat.done.quiet)
+    root = await widget(env, chat)
+    deadline = asyncio.get_running_loop().time() + wait
+    try:
+        await _more_than(env, root, chat, env.chat_read, deadline, wait, len(env.session.events))
+    except TurnError:  # nothing more: each answer was its turn's
+        return
+    texts, _ = await _read(env, root, chat, env.chat_read, asyncio.get_running_loop().time() + limit, limit)
+    await _say_unread(env, root, chat, env.chat_read + len(texts))
+
+
 async def _texts(page: Page | Frame, selector: Selector) -> list[str]:
     if isinstance(selector, str):
         raw = await page.evaluate("(selector) => { " + _DEEP + " return deepAll(selector).map((e) => e.innerText); }",
@@ -199,7 +219,8 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     session.event("chat_sent", chars=len(turn.display()))
     deadline = asyncio.get_running_loop().time() + timeout
     await _more_than(env, page, chat, before, deadline, timeout, events_before)
-    first_at: float | None = session.now_ms()
+    shown_at = session.now_ms()
+    first_at: float | None = shown_at
     remaining = max(0.1, deadline - asyncio.get_running_loop().time())
     try:
         if chat.done.hidden is not None:
@@ -217,6 +238,8 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
         await _shown_again(page, chat.done.visible, shown_before, deadline, timeout)
     texts, completed = await _read(env, page, chat, before, deadline, timeout)
     env.chat_read, env.chat_answers = before + len(texts), env.chat_answers + 1
+    env.chat_answer_ms = shown_at - (env.chat_sent_ms if env.chat_sent_ms is not None else sent_at)
+    env.chat_sent_ms = sent_at
     if (answer := _without_own_message(session, chat, texts, turn.display())) is not texts:
         texts, first_at = answer, None  # the first new message seen was the user's: the agent's came unseen
     text = "\n".join(texts)

@@ -22,24 +22,29 @@ _SELECTOR = {"description": "A CSS selector, or {role, name} (an accessible role
                        {"type": "object", "properties": {"role": {"type": "string"}, "name": {"type": "string"}},
                         "required": ["role"]}]}
 
+_FRAME = {"type": "string",
+          "description": "For an element inside an iframe: the iframe's selector, as the page shows it after "
+                         "'act in it with frame:'"}
+
 AGENT_ACTIONS: dict[str, tuple[str, dict[str, object], list[str]]] = {
     "navigate": ("Open a URL.", {"url": {"type": "string"}}, ["url"]),
-    "click": ("Click an element.", {"selector": _SELECTOR}, ["selector"]),
+    "click": ("Click an element.", {"selector": _SELECTOR, "frame": _FRAME}, ["selector"]),
     "fill": ("Type a value into a field, replacing what it holds.",
-             {"selector": _SELECTOR, "value": {"type": "string"}}, ["selector", "value"]),
+             {"selector": _SELECTOR, "value": {"type": "string"}, "frame": _FRAME}, ["selector", "value"]),
     "press": ("Press a key (Enter, Tab, ArrowDown...), in an element or the page.",
-              {"key": {"type": "string"}, "selector": _SELECTOR}, ["key"]),
+              {"key": {"type": "string"}, "selector": _SELECTOR, "frame": _FRAME}, ["key"]),
     "wait": ("Wait for an element or a text to be visible, or a number of milliseconds.",
-             {"selector": _SELECTOR, "text": {"type": "string"}, "ms": {"type": "integer"}}, []),
-    "eval_js": ("Evaluate a JavaScript expression in the page and see its value.",
-                {"script": {"type": "string"}}, ["script"]),
+             {"selector": _SELECTOR, "text": {"type": "string"}, "ms": {"type": "integer"}, "frame": _FRAME}, []),
+    "eval_js": ("Evaluate a JavaScript expression in the page (or an iframe) and see its value.",
+                {"script": {"type": "string"}, "frame": _FRAME}, ["script"]),
     "assert_text": ("Check that a text is on the page (or in an element).",
-                    {"text": {"type": "string"}, "selector": _SELECTOR}, ["text"]),
+                    {"text": {"type": "string"}, "selector": _SELECTOR, "frame": _FRAME}, ["text"]),
     "assert_url": ("Check the page's URL.", {"url": {"type": "string"}}, ["url"]),
-    "screenshot": ("Save a screenshot under a name.", {"name": {"type": "string"}}, []),
+    "screenshot": ("Save a screenshot under a name.", {"name": {"type": "string"}, "selector": _SELECTOR,
+                                                       "frame": _FRAME}, []),
 }
 """The actions offered to the agent: every deterministic action but mock, a11y and visual, which test the
-site rather than use it."""
+site rather than use it; `frame` on those that look for something in a document (`FRAME_ACTIONS`), as a step's."""
 
 
 def agent_tools() -> list[ToolSpec]:
