@@ -84,6 +84,7 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
               "case and fails a dynamic one, no initial input fails the case; tamesu's own: an error (exit 3), "
               "and exit 2 at load.")
 @run_options("test cases", ids="id", verbose="Whole answers, and whether the agent awaited input after each turn.",
+             parallel="1",
              tags=" (mode:standard, mode:multi_turn, mode:dynamic)")
 def test_command(**options: Any) -> None:
     """Run JSONL test cases (standard, multi-turn, dynamic) against one agent."""
