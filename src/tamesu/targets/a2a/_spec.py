@@ -62,7 +62,9 @@ class A2ASpec(TargetSpec):
 
     @field_validator("url")
     @classmethod
-    def _tls_for_grpcs(cls, value: str, info: ValidationInfo) -> str:
+    def _url(cls, value: str, info: ValidationInfo) -> str:
+        if not value.startswith(("{{", *URL_SCHEMES)):  # said at the url, not at the target's name
+            raise ValueError("url must start with http://, https://, grpc:// or grpcs://")
         # tls: serves the card's https:// and a grpcs:// channel; on grpc:// it would be dropped without a word
         tls = info.data.get("tls")
         if tls is not None and value.startswith("grpc://"):
@@ -74,8 +76,6 @@ class A2ASpec(TargetSpec):
 
     @model_validator(mode="after")
     def _coherent(self) -> A2ASpec:
-        if not self.url.startswith(("{{", *URL_SCHEMES)):
-            raise ValueError("url must start with http://, https://, grpc:// or grpcs://")
         if self.stream and self.push_spec is not None:
             raise ValueError("stream and push are two ways to follow a task: keep one")
         return self

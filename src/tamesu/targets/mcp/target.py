@@ -62,7 +62,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tamesu.conversation import Session, ToolCall, TurnError
 from tamesu.errors import InfraError, TemplateError
@@ -107,6 +107,13 @@ class McpTargetSpec(ModelTargetSpec):
     """How often a request the HTTP server answered 429 (too many requests) is sent again, after its Retry-After
     (at most 30 s) or a doubling `connect.backoff`, a `rate_limited` event each; 0 takes the 429 as the
     server's answer."""
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("{{", "http://", "https://")):
+            raise ValueError("an mcp url is http:// or https:// (the server's streamable HTTP endpoint)")
+        return value
 
     @model_validator(mode="after")
     def _reachable(self) -> McpTargetSpec:
