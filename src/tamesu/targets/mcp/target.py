@@ -179,11 +179,12 @@ class McpTarget(ModelTarget):
         self._offered = self._narrow(self._server)
         self._model_names = model_names([tool.name for tool in self._offered])
         self._server_names = {model: server for server, model in self._model_names.items()}
-        if unknown := sorted(set(session.fuzz_tools) - self._listed):
+        fuzzed = set(session.fuzz_tools) - session.remote_agents  # a remote agent's fuzz is its own to play
+        if unknown := sorted(fuzzed - self._listed):
             # a misspelt name would leave the tool working: "the tool is down" would pass untested
             raise InfraError(f"{self._what}: fuzz_tools names {', '.join(map(repr, unknown))}, which the server "
                              f"does not offer (its tools: {', '.join(sorted(self._listed)) or 'none'})")
-        if withheld := sorted(set(session.fuzz_tools) - {tool.name for tool in self._offered}):
+        if withheld := sorted(fuzzed - {tool.name for tool in self._offered}):
             # never offered, never called: the test passed without its fault ever happening
             raise InfraError(f"{self._what}: fuzz_tools names {', '.join(map(repr, withheld))}, which allow_tools "
                              "does not offer the model, so it would never misbehave: offer it, or fuzz another")
