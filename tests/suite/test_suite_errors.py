@@ -796,3 +796,15 @@ tests:
         "suite.yaml:6:24: targets.m.url: an mcp url is http:// or https:// (the server's streamable HTTP endpoint)",
         "suite.yaml:7:24: targets.n.url: an mcp url is http:// or https:// (the server's streamable HTTP endpoint)",
         "4 problems found"], result.stderr
+
+
+def test_an_empty_skill_is_a_problem_where_written(tmp_path: Path, tamesu) -> None:
+    # before: validate said ok, and every run was an infrastructure error (exit 3), "the agent card (...) does not
+    # offer the skill ''"
+    write(tmp_path, "targets:\n  a: { type: a2a, url: 'http://127.0.0.1:9/a2a', skill: '' }\n"
+                    "tests:\n  - { name: a, target: a, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "suite.yaml:2:57: targets.a.skill: string should have at least 1 character, got ''",
+        "1 problem found"], result.stderr

@@ -45,7 +45,7 @@ class A2ASpec(TargetSpec):
     push: bool | PushSpec = False
     """Receive the task's updates as push notifications: `true`, or where the listener binds and the URL the agent
     posts to."""
-    skill: str | None = None
+    skill: str | None = Field(None, min_length=1)
     """The agent card's skill the tests exercise (id or name): a card without it is an error (exit 3); `tamesu
     coverage` counts it."""
     metadata: dict[str, object] = Field(default_factory=dict)
