@@ -36,8 +36,9 @@ class A2ASpec(TargetSpec):
     url: str
     """The JSON-RPC endpoint, the base of the HTTP+JSON binding, or grpc://host:port (grpcs:// for TLS)."""
     transport: Binding | None = None
-    """The A2A binding to use (`jsonrpc`, `http`, `grpc`); default the first the agent card offers that tamesu
-    speaks."""
+    """The A2A binding to use (`jsonrpc`, `http`, `grpc`); default the card's preferred one when the card is about
+    this url, else `grpc` for a grpc:// or grpcs:// url, else `jsonrpc`. A binding the card lists at another URL
+    is spoken there."""
     headers: dict[str, str] = Field(default_factory=dict)
     """HTTP headers (gRPC metadata) sent with every request; templates allowed."""
     stream: bool = False
