@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
@@ -212,6 +212,7 @@ class Session:
         base_dir: Path,
         models: Models | None = None,
         fuzz_tools: Mapping[str, FuzzSpec] | None = None,
+        remote_agents: Iterable[str] = (),
         persona: Persona | None = None,
         seed: int = 0,
     ) -> None:
@@ -230,6 +231,8 @@ class Session:
         """The run's models (for targets driven by a model: model, mcp); None when none are configured."""
         self.fuzz_tools: dict[str, FuzzSpec] = dict(fuzz_tools or {})
         """The test's `fuzz_tools`: the tools (and remote agents) that misbehave on purpose in this run."""
+        self.remote_agents: frozenset[str] = frozenset(remote_agents)
+        """The names of the suite's remote agents: `fuzz_tools` names them beside the target's own tools."""
         self.trace: TraceContext | None = None
         """The trace of the turn being sent: targets send its `traceparent` with every request of the turn
         (None between turns)."""

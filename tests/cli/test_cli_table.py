@@ -54,3 +54,23 @@ def test_the_table_has_a_row_naming_each_option_of_each_command() -> None:
         if left:
             missing[name] = left
     assert missing == {}, missing
+
+
+def test_every_option_says_in_help_what_it_does() -> None:
+    """Before: `tamesu list --help` showed `--filter REGEX` and `--tags TAGS` with no words, `--config` said
+    nothing on eight commands, `--color` and `report`/`merge`'s `--tolerance` neither."""
+    silent = {name: sorted(parameter.opts[-1] for parameter in command.params
+                           if isinstance(parameter, click.Option) and not parameter.hidden and not parameter.help)
+              for name, command in _commands().items()}
+    assert {name: options for name, options in silent.items() if options} == {}
+
+
+def test_run_help_names_the_project_file_defaults_it_follows() -> None:
+    """`--parallel`, `--out` and `--tolerance` take tamesu.yaml's `parallel`, `out` and `report.tolerance` when
+    not given: before, `tamesu run --help` said "(default 1)", "(default tamesu-runs)" and "(default 0.2)",
+    which a project that sets them contradicts."""
+    helps = {max(parameter.opts, key=len): parameter.help or "" for parameter in _commands()["run"].params
+             if isinstance(parameter, click.Option)}
+    assert "parallel" in helps["--parallel"] and "tamesu.yaml" in helps["--parallel"]
+    assert "out" in helps["--out"] and "tamesu.yaml" in helps["--out"]
+    assert "report.tolerance" in helps["--tolerance"]

@@ -771,3 +771,40 @@ def test_a_mapping_where_a_text_or_boolean_or_a_block_goes_says_only_the_blocks_
         "suite.yaml:2:53: targets.t.push: expected a boolean (true, false) or a mapping of keys, got 5",
         "suite.yaml:3:28: targets.m.model: expected text or a mapping of keys, got [1]",
         "2 problems found"], result.stderr
+
+
+def test_a_url_of_the_wrong_scheme_is_a_problem_at_the_url(tmp_path: Path, tamesu) -> None:
+    # before: an mcp url of another scheme (or none: `localhost:8080/mcp` reads as the scheme "localhost")
+    # passed validate and every run was an infrastructure error, exit 3 ("UnsupportedProtocol: the URL's
+    # scheme 'ftp' is not http(s)"); a rest or a2a url's problem pointed at the target's name, not at its url
+    write(tmp_path, """models:
+  judge: { provider: fake, rules: [ { pass: true, reason: fine } ] }
+targets:
+  r: { type: rest, url: "ftp://x/chat", request: { body: { m: "{{message}}" } }, response: { text: $.r } }
+  a: { type: a2a, url: "ftp://x/a2a" }
+  m: { type: mcp, url: "ftp://x/mcp", model: judge }
+  n: { type: mcp, url: "localhost:8080/mcp", model: judge }
+  ok: { type: mcp, url: "{{env.MCP_URL}}", model: judge }
+tests:
+  - { name: a, target: r, scenario: { script: [ { say: hi } ] } }
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "suite.yaml:4:25: targets.r.url: url must start with http://, https://, ws:// or wss://",
+        "suite.yaml:5:24: targets.a.url: url must start with http://, https://, grpc:// or grpcs://",
+        "suite.yaml:6:24: targets.m.url: an mcp url is http:// or https:// (the server's streamable HTTP endpoint)",
+        "suite.yaml:7:24: targets.n.url: an mcp url is http:// or https:// (the server's streamable HTTP endpoint)",
+        "4 problems found"], result.stderr
+
+
+def test_an_empty_skill_is_a_problem_where_written(tmp_path: Path, tamesu) -> None:
+    # before: validate said ok, and every run was an infrastructure error (exit 3), "the agent card (...) does not
+    # offer the skill ''"
+    write(tmp_path, "targets:\n  a: { type: a2a, url: 'http://127.0.0.1:9/a2a', skill: '' }\n"
+                    "tests:\n  - { name: a, target: a, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "suite.yaml:2:57: targets.a.skill: string should have at least 1 character, got ''",
+        "1 problem found"], result.stderr

@@ -17,8 +17,11 @@ import click
 from tamesu import __version__
 from tamesu.cli.shared import (
     COLOR,
+    COLOR_HELP,
+    CONFIG_HELP,
     CONFIG_PATH,
     SUITE_PATH,
+    TOLERANCE_HELP,
     cache_mode,
     finish_reports,
     interrupted_note,
@@ -101,6 +104,7 @@ def main() -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=SUITE_PATH)
 @run_options("tests", ids="suite/name", verbose="-v: transcripts of failing runs; -vv: of every run.",
+             parallel="tamesu.yaml's parallel, else 1",
              repeat=" (overrides repeat)")
 def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel: int | None,
         repeat: int | None, out: str | None, fail_fast: bool, color: str, config: str | None,
@@ -183,9 +187,9 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
 
 @main.command(name="list")
 @click.argument("paths", nargs=-1, type=SUITE_PATH)
-@click.option("--config", type=CONFIG_PATH)
-@click.option("--filter", "pattern", metavar="REGEX")
-@click.option("--tags", metavar="TAGS")
+@click.option("--config", type=CONFIG_PATH, help=CONFIG_HELP)
+@click.option("--filter", "pattern", metavar="REGEX", help="List only tests whose suite/name matches.")
+@click.option("--tags", metavar="TAGS", help="Comma-separated tags to list; !tag excludes.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per test.")
 @click.option("--shard", "shard_text", metavar="K/N", help="Only the tests of the K-th of N shards.")
 def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, tags: str | None,
@@ -248,7 +252,7 @@ def init(directory: str) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=SUITE_PATH)
-@click.option("--config", type=CONFIG_PATH)
+@click.option("--config", type=CONFIG_PATH, help=CONFIG_HELP)
 def doctor(paths: tuple[str, ...], config: str | None) -> None:
     """Check this machine and the project: Python, packages, suites, secrets, targets reachable."""
     from tamesu.cli.doctor import diagnose
@@ -294,9 +298,9 @@ def _print_summary(run: LoadedRun, console: Console) -> None:
               help="junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github (default: tamesu.yaml's report:).")
 @click.option("--baseline", type=click.Path(exists=True, file_okay=False),
               help="Compare with an earlier run (default: the comparison kept by the run's own --baseline).")
-@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION")
-@click.option("--color", type=COLOR, default="auto", show_default=True)
-@click.option("--config", type=CONFIG_PATH)
+@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION", help=TOLERANCE_HELP)
+@click.option("--color", type=COLOR, default="auto", show_default=True, help=COLOR_HELP)
+@click.option("--config", type=CONFIG_PATH, help=CONFIG_HELP)
 def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: float | None, color: str,
            config: str | None) -> None:
     """Render reports of a finished run again (its console summary when no report is named)."""
@@ -331,9 +335,9 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
 @click.option("--report", "reports", metavar="SPECS", multiple=True, callback=joined_reports,
               help="Reports of the merged run, as for `run`.")
 @click.option("--baseline", type=click.Path(file_okay=False), help="Compare with an earlier run, as for `run`.")
-@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION")
-@click.option("--color", type=COLOR, default="auto", show_default=True)
-@click.option("--config", type=CONFIG_PATH)
+@click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION", help=TOLERANCE_HELP)
+@click.option("--color", type=COLOR, default="auto", show_default=True, help=COLOR_HELP)
+@click.option("--config", type=CONFIG_PATH, help=CONFIG_HELP)
 def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline: str | None,
           tolerance: float | None, color: str, config: str | None) -> None:
     """Join run directories (shards) into one run; exits with the merged run's code.
@@ -380,8 +384,8 @@ def merge(dirs: tuple[str, ...], out: str | None, reports: str | None, baseline:
 @click.option("--json", "as_json", is_flag=True, help="The coverage as one JSON document.")
 @click.option("--fail-under", type=click.FloatRange(0, 100), metavar="PERCENT",
               help="Exit 1 when less than PERCENT of what the agents offered was exercised.")
-@click.option("--color", type=COLOR, default="auto", show_default=True)
-@click.option("--config", type=CONFIG_PATH)
+@click.option("--color", type=COLOR, default="auto", show_default=True, help=COLOR_HELP)
+@click.option("--config", type=CONFIG_PATH, help=CONFIG_HELP)
 def coverage(run_dir: str | None, as_json: bool, fail_under: float | None, color: str, config: str | None) -> None:
     """Which skills, tools and remote agents a run exercised, and which it never touched.
 

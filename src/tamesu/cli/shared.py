@@ -37,6 +37,10 @@ SUITE_PATH = click.Path(readable=False)
 """A suite file or folder: the loader tells an unreadable one as `file:1:1: cannot read the file`, as it tells
 every other problem, where click's own check would stop at the first with a line of its own."""
 CONFIG_PATH = click.Path(dir_okay=False, readable=False)
+CONFIG_HELP = "The project file (default: the nearest tamesu.yaml)."
+COLOR_HELP = "Colour the output: auto (on a terminal, unless NO_COLOR is set), always or never."
+TOLERANCE_HELP = ("Metric changes smaller than this fraction of the baseline are not reported (default: "
+                  "tamesu.yaml's report.tolerance, else 0.2).")
 
 
 def select_tests(plan: Plan, pattern: str | None, tags: str | None) -> list[PlannedTest]:
@@ -252,22 +256,24 @@ def open_store_writer(project: Project, redactor: Redactor, origin: Any, shard: 
 COLOR = click.Choice(["auto", "always", "never"])
 
 
-def run_options(tests: str, *, ids: str, verbose: str, tags: str = "", repeat: str = "") -> Callable[[F], F]:
+def run_options(tests: str, *, ids: str, verbose: str, parallel: str, tags: str = "",
+                repeat: str = "") -> Callable[[F], F]:
     """The options `tamesu run` and `tamesu test` share, declared once: which tests, how they run, where their
     results go. `tests` names what runs ("tests", "test cases"), `ids` what --filter matches, `verbose` what -v
-    shows; `tags` and `repeat` add what only one command has to say."""
+    shows, `parallel` where --parallel's default comes from; `tags` and `repeat` add what only one command has
+    to say."""
     options = [
         click.option("--filter", "pattern", metavar="REGEX", help=f"Run only {tests} whose {ids} matches."),
         click.option("--tags", metavar="TAGS", help=f"Comma-separated tags to run{tags}; !tag excludes."),
-        click.option("--parallel", "-p", type=click.IntRange(1, 10000), help="Runs at the same time (default 1)."),
+        click.option("--parallel", "-p", type=click.IntRange(1, 10000),
+                     help=f"Runs at the same time (default: {parallel})."),
         click.option("--repeat", type=click.IntRange(1, 10000), help=f"Run every {tests.removesuffix('s')} N "
                      f"times{repeat}."),
-        click.option("--out", type=click.Path(file_okay=False), help="Where run directories go (default "
-                     "tamesu-runs)."),
+        click.option("--out", type=click.Path(file_okay=False), help="Where run directories go (default: "
+                     "tamesu.yaml's out, else tamesu-runs)."),
         click.option("--fail-fast", is_flag=True, help=f"Stop starting {tests} after the first failure."),
-        click.option("--color", type=COLOR, default="auto", show_default=True),
-        click.option("--config", type=CONFIG_PATH, help="The project file (default: nearest "
-                     "tamesu.yaml)."),
+        click.option("--color", type=COLOR, default="auto", show_default=True, help=COLOR_HELP),
+        click.option("--config", type=CONFIG_PATH, help=CONFIG_HELP),
         click.option("-v", "--verbose", count=True, help=verbose),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the replay cache of model calls."),
         click.option("--cache-only", is_flag=True, help="Answer every model call from the replay cache; a miss "
@@ -278,10 +284,9 @@ def run_options(tests: str, *, ids: str, verbose: str, tags: str = "", repeat: s
                      help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github "
                           "(and plug-ins' formats); given twice, both."),
         click.option("--baseline", type=click.Path(file_okay=False),
-                     help="Compare with an earlier run directory (or the newest run in a folder of runs)."),
-        click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION",
-                     help="Metric changes smaller than this fraction of the baseline are not reported "
-                          "(default 0.2)."),
+                     help="Compare with an earlier run directory (or the newest run in a folder of runs; "
+                          "default: tamesu.yaml's report.baseline)."),
+        click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION", help=TOLERANCE_HELP),
         click.option("--shard", "shard_text", metavar="K/N",
                      help=f"Run only the K-th of N stable shards of the {tests}; `auto` reads a Kubernetes "
                           "Indexed Job's JOB_COMPLETION_INDEX and TAMESU_SHARD_COUNT."),

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from tamesu.cli.shared import CONFIG_PATH
+from tamesu.cli.shared import CONFIG_HELP, CONFIG_PATH
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError
 
 VIEW_PORT = 8765
@@ -82,7 +82,7 @@ def _sqlite_file(url: str) -> Path | None:
 
 _STORE_OPTION = click.option("--store", "store_url_option", metavar="URL",
                              help="The store (default: TAMESU_STORE, tamesu.yaml's store:, .tamesu/store.db).")
-_CONFIG_OPTION = click.option("--config", type=CONFIG_PATH)
+_CONFIG_OPTION = click.option("--config", type=CONFIG_PATH, help=CONFIG_HELP)
 
 
 @click.group(name="store")

@@ -84,13 +84,13 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
               "case and fails a dynamic one, a case with no initial input loads and is the suite's error (exit 2) "
               "while the others run; tamesu's own: an error (exit 3), and exit 2 at load.")
 @run_options("test cases", ids="id", verbose="Whole answers, and whether the agent awaited input after each turn.",
+             parallel="tamesu.yaml's parallel, else 1",
              tags=" (mode:standard, mode:multi_turn, mode:dynamic)")
 def test_command(**options: Any) -> None:
     """Run JSONL test cases (standard, multi-turn, dynamic) against one agent."""
     if options["interactive"] and options["skip_interactive"]:
         _usage("--interactive and --skip-interactive contradict each other: choose one")
     options["cache_mode"] = cache_mode(options.pop("no_cache"), options.pop("cache_only"), "tamesu test: ")
-    options["parallel"] = options["parallel"] or 1
     from tamesu.runtime.signals import Interrupted, run_stoppable
 
     try:
@@ -337,7 +337,8 @@ async def _run(cases: list[ParsedCase], label: str, base_dir: Path, source: Inpu
     out = Path(options["out"]).expanduser() if options["out"] else project.dir / project.spec.out
     shard = parse_shard(options["shard_text"])
     requests = report_requests(options["reports"], project)
-    settings = TestSettings(out=out, parallel=options["parallel"], fail_fast=options["fail_fast"],
+    settings = TestSettings(out=out, parallel=options["parallel"] or project.spec.parallel,
+                            fail_fast=options["fail_fast"],
                             timeout=options["timeout"], connector=options["connector"],
                             on_missing_input=options["on_missing_input"], interactive=options["interactive"],
                             skip_interactive=options["skip_interactive"], cache_mode=options["cache_mode"],

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from tamesu.cli.main import _fail_config
-from tamesu.cli.shared import CONFIG_PATH, SUITE_PATH, parse_settings
+from tamesu.cli.shared import CONFIG_HELP, CONFIG_PATH, SUITE_PATH, parse_settings
 from tamesu.errors import EXIT_CONFIG, ConfigError, Problem
 from tamesu.plan import Project, find_project, load_project, load_project_targets
 from tamesu.plan.project import label, split_paths
@@ -21,7 +21,7 @@ from tamesu.suite.secrets import Secrets
 
 @click.command(name="validate")
 @click.argument("paths", nargs=-1, type=SUITE_PATH)
-@click.option("--config", type=CONFIG_PATH)
+@click.option("--config", type=CONFIG_PATH, help=CONFIG_HELP)
 @click.option("-n", "--name", "target", metavar="TARGET", help="JSONL files: the agent they test (default: the "
               "project's only target), so files it cannot carry and tool assertions it cannot see are checked.")
 def validate_command(paths: tuple[str, ...], config: str | None, target: str | None) -> None:

@@ -128,6 +128,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     run_ledger = inputs.models.ledger.scope() if inputs.models is not None else None
     session = Session(context=context, artifacts_dir=inputs.artifacts_dir, redactor=inputs.secrets.redactor,
                       run_id=inputs.run_id, base_dir=test.suite.dir, fuzz_tools=test.spec.fuzz_tools,
+                      remote_agents=test.suite.spec.remote_agents,
                       persona=test.spec.persona, seed=inputs.seed)
     # the run's model clients charge its ledger and put their retries and timeouts on its timeline
     models = inputs.models.with_ledger(run_ledger, session.event) if inputs.models is not None and run_ledger else None

@@ -36,8 +36,9 @@ class A2ASpec(TargetSpec):
     url: str
     """The JSON-RPC endpoint, the base of the HTTP+JSON binding, or grpc://host:port (grpcs:// for TLS)."""
     transport: Binding | None = None
-    """The A2A binding to use (`jsonrpc`, `http`, `grpc`); default the first the agent card offers that tamesu
-    speaks."""
+    """The A2A binding to use (`jsonrpc`, `http`, `grpc`); default the card's preferred one when the card is about
+    this url, else `grpc` for a grpc:// or grpcs:// url, else `jsonrpc`. A binding the card lists at another URL
+    is spoken there."""
     headers: dict[str, str] = Field(default_factory=dict)
     """HTTP headers (gRPC metadata) sent with every request; templates allowed."""
     stream: bool = False
@@ -45,7 +46,7 @@ class A2ASpec(TargetSpec):
     push: bool | PushSpec = False
     """Receive the task's updates as push notifications: `true`, or where the listener binds and the URL the agent
     posts to."""
-    skill: str | None = None
+    skill: str | None = Field(None, min_length=1)
     """The agent card's skill the tests exercise (id or name): a card without it is an error (exit 3); `tamesu
     coverage` counts it."""
     metadata: dict[str, object] = Field(default_factory=dict)
@@ -62,7 +63,9 @@ class A2ASpec(TargetSpec):
 
     @field_validator("url")
     @classmethod
-    def _tls_for_grpcs(cls, value: str, info: ValidationInfo) -> str:
+    def _url(cls, value: str, info: ValidationInfo) -> str:
+        if not value.startswith(("{{", *URL_SCHEMES)):  # said at the url, not at the target's name
+            raise ValueError("url must start with http://, https://, grpc:// or grpcs://")
         # tls: serves the card's https:// and a grpcs:// channel; on grpc:// it would be dropped without a word
         tls = info.data.get("tls")
         if tls is not None and value.startswith("grpc://"):
@@ -71,8 +74,6 @@ class A2ASpec(TargetSpec):
 
     @model_validator(mode="after")
     def _coherent(self) -> A2ASpec:
-        if not self.url.startswith(("{{", *URL_SCHEMES)):
-            raise ValueError("url must start with http://, https://, grpc:// or grpcs://")
         if self.stream and self.push_spec is not None:
             raise ValueError("stream and push are two ways to follow a task: keep one")
         return self

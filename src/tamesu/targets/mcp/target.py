@@ -62,7 +62,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tamesu.conversation import Session, ToolCall, TurnError
 from tamesu.errors import InfraError, TemplateError
@@ -107,6 +107,13 @@ class McpTargetSpec(ModelTargetSpec):
     """How often a request the HTTP server answered 429 (too many requests) is sent again, after its Retry-After
     (at most 30 s) or a doubling `connect.backoff`, a `rate_limited` event each; 0 takes the 429 as the
     server's answer."""
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("{{", "http://", "https://")):
+            raise ValueError("an mcp url is http:// or https:// (the server's streamable HTTP endpoint)")
+        return value
 
     @model_validator(mode="after")
     def _reachable(self) -> McpTargetSpec:
@@ -172,11 +179,12 @@ class McpTarget(ModelTarget):
         self._offered = self._narrow(self._server)
         self._model_names = model_names([tool.name for tool in self._offered])
         self._server_names = {model: server for server, model in self._model_names.items()}
-        if unknown := sorted(set(session.fuzz_tools) - self._listed):
+        fuzzed = set(session.fuzz_tools) - session.remote_agents  # a remote agent's fuzz is its own to play
+        if unknown := sorted(fuzzed - self._listed):
             # a misspelt name would leave the tool working: "the tool is down" would pass untested
             raise InfraError(f"{self._what}: fuzz_tools names {', '.join(map(repr, unknown))}, which the server "
                              f"does not offer (its tools: {', '.join(sorted(self._listed)) or 'none'})")
-        if withheld := sorted(set(session.fuzz_tools) - {tool.name for tool in self._offered}):
+        if withheld := sorted(fuzzed - {tool.name for tool in self._offered}):
             # never offered, never called: the test passed without its fault ever happening
             raise InfraError(f"{self._what}: fuzz_tools names {', '.join(map(repr, withheld))}, which allow_tools "
                              "does not offer the model, so it would never misbehave: offer it, or fuzz another")

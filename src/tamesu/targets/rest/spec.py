@@ -217,6 +217,14 @@ class RestSpec(TargetSpec):
     def _upper(cls, value: str) -> str:
         return value.upper()
 
+    @field_validator("url")
+    @classmethod
+    def _scheme(cls, value: str) -> str:
+        # here, not in _coherent: the problem is then said at the url, not at the target's name
+        if not value.startswith(("{{", "http://", "https://", "ws://", "wss://")):
+            raise ValueError("url must start with http://, https://, ws:// or wss://")
+        return value
+
     @model_validator(mode="after")
     def _coherent(self) -> RestSpec:
         reply = self.response
@@ -226,8 +234,6 @@ class RestSpec(TargetSpec):
             raise ValueError(f"streaming: {self.streaming} reads the reply from the stream; "
                              "response.poll and response.listen need streaming: none")
         self._within_the_turn()
-        if not self.url.startswith(("{{", "http://", "https://", "ws://", "wss://")):
-            raise ValueError("url must start with http://, https://, ws:// or wss://")
         if self.streaming == "websocket" and "{{" not in self.url and not self.url.startswith(("ws://", "wss://")):
             raise ValueError("streaming: websocket needs a ws:// or wss:// url")
         if self.streaming != "websocket" and self.url.startswith(("ws://", "wss://")):
