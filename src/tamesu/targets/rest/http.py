@@ -132,7 +132,9 @@ class Answer:
 
 
 class Http:
-    """The target's one client (a shared client costs 5x the CPU under concurrency: see DESIGN.md)."""
+    """The target's one client (a shared client costs 5x the CPU under concurrency: see DESIGN.md). Each of its
+    requests is sent under its caller's timeout (a turn's `turn_timeout`, `session.open`'s `timeout`), which bounds
+    the answer's reads; `read_timeout` (and a request's `timeout`) bounds the wait for a connection of the pool."""
 
     def __init__(self, *, session: Session, connect: ConnectSpec, read_timeout: float, what: str,
                  max_bytes: int, tls: TlsSpec | None = None, rate_limit_retries: int = 3) -> None:
