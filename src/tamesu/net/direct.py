@@ -202,6 +202,15 @@ async def chunks(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
         raise mapped(httpx, exc, response.url.host, answered=True) from exc
 
 
+async def whole(response: aiohttp.ClientResponse) -> bytes:
+    """The body's bytes at once (not decoded), for an answer whose length bounds it; a failure is httpx's class,
+    as `chunks`' are."""
+    try:
+        return await response.content.read()
+    except Exception as exc:
+        raise mapped(httpx, exc, response.url.host, answered=True) from exc
+
+
 def finish(response: aiohttp.ClientResponse) -> None:
     """Done with `response`: its connection goes back to the pool when the body was read to its end, else it is
     dropped (an answer not read to its end cannot be followed by another on the same connection)."""
