@@ -103,3 +103,27 @@ async def test_a_whole_answer_is_decoded_as_its_charset_says(tmp_path: Path, cha
     server, url = await _serve(head.encode() + body)
     async with server, opened({"url": url}, tmp_path) as target:
         assert (await target.send(UserTurn(text="hi"))).text == text
+
+
+async def test_an_answer_is_read_once_for_its_text_and_its_tool_calls_only_where_found(
+        rest_agents: RunningAgents, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.targets.rest import answer, read
+
+    asked: list[str] = []
+    itemised: list[object] = []
+    held: list[object] = []
+    values, items, holds = read.values, read._tool_items, answer.holds
+    for module in (answer, read):
+        monkeypatch.setattr(module, "values", lambda path, doc: asked.append(path) or values(path, doc))
+    monkeypatch.setattr(read, "_tool_items", lambda found: itemised.append(found) or items(found))
+    monkeypatch.setattr(answer, "holds", lambda condition, doc: held.append(condition) or holds(condition, doc))
+    async with opened({"url": f"{rest_agents.url}/chat"}, tmp_path) as target:
+        plain = await target.send(UserTurn(text="hi"))
+        assert (plain.text, plain.tool_calls, plain.ended) == ("Echo 1: hi", [], False)
+        assert asked.count("$.text") == 1 and itemised == [] and held == []  # no done condition: none looked for
+        booked = await target.send(UserTurn(text="book saturday"))
+    assert booked.text == "Booked Saturday 10:00." and [c.name for c in booked.tool_calls] == ["find_slot", "book_room"]
+    assert booked.tool_calls[0].args == {"day": "saturday"} and booked.tool_calls[0].result == {"slot": "10:00"}
+    async with opened({"url": f"{rest_agents.url}/chat", "response": {"done": "$.done"}}, tmp_path) as target:
+        assert not (await target.send(UserTurn(text="hi"))).ended
+        assert (await target.send(UserTurn(text="bye"))).ended and held
