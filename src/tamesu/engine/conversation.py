@@ -355,6 +355,7 @@ async def _talk(
                 return "agent_ended", None, target.metrics()
         # a browser test's steps are its turns: all of them are taken, whatever max_turns says
         turns_left = max(test.spec.scenario.max_turns, len(test.spec.steps))
+        simulator = user if isinstance(user, ModelSimulator) else None  # an ABC's check: once, not every turn
         while turns_left > 0:
             try:
                 action = await user.next_turn(exchanges, session.context)
@@ -362,14 +363,14 @@ async def _talk(
                 said = why_unset(exc, test.spec.capture, captured, len(exchanges))
                 return "script_done", f"the next user turn could not be written: {said}", target.metrics()
             except InfraError:
-                if isinstance(user, ModelSimulator):  # the answers it gave up on are the error's story
-                    _simulator_attempts(user, session, gave_up=True)
+                if simulator is not None:  # the answers it gave up on are the error's story
+                    _simulator_attempts(simulator, session, gave_up=True)
                 raise
-            if isinstance(user, ModelSimulator):
-                asked = _simulator_attempts(user, session)
+            if simulator is not None:
+                asked = _simulator_attempts(simulator, session)
                 if asked:  # with the words it was given: a change of prompt explains a change of conversation
-                    session.event("simulator", reasoning=user.last_reasoning, stop=action.stop,
-                                  prompt=user.prompt.version)
+                    session.event("simulator", reasoning=simulator.last_reasoning, stop=action.stop,
+                                  prompt=simulator.prompt.version)
             if action.note:
                 session.event("user_side", **action.note)
             if action.listen is not None:

@@ -62,9 +62,11 @@ OnResend = Callable[[Request, str], None]
 
 
 def timeouts(read: float, connect: float) -> aiohttp.ClientTimeout:
-    """httpx's `Timeout(read, connect=connect)` in aiohttp's terms, as `tamesu.net.aio` maps it: every read of
-    the answer within `read`, a connection within `connect` (plus `read` waiting for a free one of the pool)."""
-    return aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read, connect=connect + read)
+    """A connection within `connect` (plus `read` waiting for a free one of the pool). The answer's reads get no
+    timer here: the caller sends each request under a timeout of its own that bounds the whole request (the rest
+    target's turn, its `session.open`), and aiohttp's `sock_read`, moved at every piece of the answer, was two
+    timer handles a turn that never fired first."""
+    return aiohttp.ClientTimeout(total=None, sock_connect=connect, connect=connect + read)
 
 
 class DirectClient:
@@ -196,6 +198,15 @@ async def chunks(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
     try:
         async for chunk in response.content.iter_any():
             yield chunk
+    except Exception as exc:
+        raise mapped(httpx, exc, response.url.host, answered=True) from exc
+
+
+async def whole(response: aiohttp.ClientResponse) -> bytes:
+    """The body's bytes at once (not decoded), for an answer whose length bounds it; a failure is httpx's class,
+    as `chunks`' are."""
+    try:
+        return await response.content.read()
     except Exception as exc:
         raise mapped(httpx, exc, response.url.host, answered=True) from exc
 

@@ -269,7 +269,8 @@ class Target(ABC, Generic[SpecT]):
         `traceparent` among the spec's `headers` is what the agent got instead (the suite's own wins): its
         trace id, or None when it is no W3C traceparent tamesu can read."""
         headers = getattr(self.spec, "headers", None)
-        own = own_traceparent(headers) if isinstance(headers, Mapping) else None
+        # most suites set no headers: asked every turn, an empty dict is not searched (nor ABC-checked)
+        own = own_traceparent(headers) if headers and isinstance(headers, dict | Mapping) else None
         if own is not None:
             try:
                 parsed = TraceContext.parse(session.with_captures().render_text(own))

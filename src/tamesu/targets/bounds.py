@@ -58,7 +58,7 @@ def bound_turn(turn: AgentTurn, limit: int, session: Session, index: int) -> Age
             raw.append(_stand_in(doc, size))
         else:
             raw.append(doc)
-    if any(key.startswith("raw") for key in cut):
+    if cut and any(key.startswith("raw") for key in cut):
         if turn.raw and turn.response is turn.raw[-1]:
             turn.response = raw[-1]  # the same document: cut once, kept once
         turn.raw = raw

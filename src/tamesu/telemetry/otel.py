@@ -44,12 +44,15 @@ class Telemetry:
         with self._tracer.start_as_current_span(name, attributes=_clean(attributes)) as span:
             yield span
 
-    @contextlib.contextmanager
-    def turn(self, **attributes: object) -> Iterator[TraceContext]:
+    def turn(self, **attributes: object) -> contextlib.AbstractContextManager[TraceContext]:
         """A turn's trace context; with export on, it is a real span's (a new trace linked to the test)."""
-        if self._tracer is None:
-            yield TraceContext.new()
-            return
+        if self._tracer is None:  # every turn's: not through a generator's context manager
+            return contextlib.nullcontext(TraceContext.new())
+        return self._turn_span(attributes)
+
+    @contextlib.contextmanager
+    def _turn_span(self, attributes: dict[str, object]) -> Iterator[TraceContext]:
+        assert self._tracer is not None  # turn() comes here only with export on
         from opentelemetry import context, trace
 
         parent = trace.get_current_span().get_span_context()

@@ -21,6 +21,7 @@ from tamesu.targets.rest.read import (
     handoff,
     holds,
     text_of,
+    texts,
     tool_calls,
     values,
 )
@@ -70,8 +71,11 @@ class TurnReader:
         """The reply at `response.text`; when it was left at its default and finds nothing, the first common
         reply field that holds text (`tamesu test -n URL` cannot set the path), said once as an event."""
         path = self.spec.response.text
-        if not isinstance(body, dict | list) or values(path, body) or "text" in self.spec.response.model_fields_set:
+        if not isinstance(body, dict | list):
             return text_of(path, body)
+        found = values(path, body)
+        if found or "text" in self.spec.response.model_fields_set:
+            return texts(found)
         for candidate in COMMON_TEXT_PATHS:
             # text only: `$.message` holding `{role, content}` (Ollama's answer) is not the reply, its content is
             text = "\n".join(v for v in values(candidate, body) if isinstance(v, str) and v)
@@ -115,7 +119,8 @@ class TurnReader:
             text=text, response=raw[-1] if raw else None, raw=raw, status=status,
             tool_calls=self._tool_calls(scan) if calls is None else calls, sent_at_ms=sent_at_ms,
             first_token_at_ms=first_token_at_ms, completed_at_ms=completed_at_ms,
-            ended=handed is not None or any(holds(reply.done, doc) for doc in scan), handoff=handed)
+            ended=handed is not None or (reply.done is not None and any(holds(reply.done, doc) for doc in scan)),
+            handoff=handed)
 
     def _tool_calls(self, scan: Sequence[object]) -> list[ToolCall]:
         """At `response.tool_calls`; left unset and finding nothing, where OpenAI-, Anthropic- or Ollama-shaped

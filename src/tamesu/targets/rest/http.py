@@ -20,7 +20,7 @@ from yarl import URL
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.net.clients import os_reason
-from tamesu.net.direct import DirectClient, DroppedBody, Request, chunks, finish, timeouts
+from tamesu.net.direct import DirectClient, DroppedBody, Request, chunks, finish, timeouts, whole
 from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
 from tamesu.net.rate_limit import rate_limit_wait, said_as_events
 from tamesu.net.retry_after import retry_after_from_headers
@@ -132,7 +132,9 @@ class Answer:
 
 
 class Http:
-    """The target's one client (a shared client costs 5x the CPU under concurrency: see DESIGN.md)."""
+    """The target's one client (a shared client costs 5x the CPU under concurrency: see DESIGN.md). Each of its
+    requests is sent under its caller's timeout (a turn's `turn_timeout`, `session.open`'s `timeout`), which bounds
+    the answer's reads; `read_timeout` (and a request's `timeout`) bounds the wait for a connection of the pool."""
 
     def __init__(self, *, session: Session, connect: ConnectSpec, read_timeout: float, what: str,
                  max_bytes: int, tls: TlsSpec | None = None, rate_limit_retries: int = 3) -> None:
@@ -286,10 +288,11 @@ async def read_text(response: aiohttp.ClientResponse, session: Session, limit: i
     headers = response.headers
     reading = reading_of(headers, limit)
     content = await _read(response, reading)
-    # a cut body may end inside a character: an incremental decoder drops only that unfinished tail
-    decoder = codecs.getincrementaldecoder(text_encoding(headers))(errors="replace")
-    text = decoder.decode(content, final=not reading.cut)
-    if reading.cut:
+    if not reading.cut:
+        text = content.decode(text_encoding(headers), errors="replace")
+    else:
+        # a cut body may end inside a character: an incremental decoder drops only that unfinished tail
+        text = codecs.getincrementaldecoder(text_encoding(headers))(errors="replace").decode(content, final=False)
         reading.record(session, "the answer")
         content_type = headers.get("content-type", "")
         if is_json_type(content_type) and response.status < 400:
@@ -340,6 +343,12 @@ def _stand_in(text: str, reading: Reading) -> dict[str, object]:
 async def _read(response: aiohttp.ClientResponse, reading: Reading) -> bytes:
     parts: list[bytes] = []
     try:
+        if reading.declared is not None and reading.declared <= reading.limit:
+            # its length said, within the limit, and not compressed (`reading_of`): the framing ends it there, so
+            # it is read whole, without the two generators a body read piece by piece goes through
+            content = await whole(response)
+            reading.read = len(content)
+            return content
         async for chunk in bounded_chunks(chunks(response), response.headers.get("content-encoding", ""), reading):
             parts.append(chunk)
     except httpx.HTTPError as exc:

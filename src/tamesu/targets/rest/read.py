@@ -125,7 +125,12 @@ def text_of(path: str, doc: object, joiner: str = "\n") -> str:
     """The text at `path`: several matches (`$[*].text`) are joined; a plain-text document is its own text."""
     if isinstance(doc, str):
         return doc
-    return joiner.join(t for t in (as_text(v) for v in values(path, doc)) if t)
+    return texts(values(path, doc), joiner)
+
+
+def texts(found: Sequence[object], joiner: str = "\n") -> str:
+    """What a path found as one text: each value's (a document's JSON), the empty ones left out."""
+    return joiner.join([text for value in found if (text := as_text(value))])
 
 
 def holds(condition: Condition | None, doc: object) -> bool:
@@ -148,8 +153,9 @@ def first_value(path: str, docs: Iterable[object]) -> object:
 def tool_calls(path: str, docs: Iterable[object]) -> list[ToolCall]:
     calls: list[ToolCall] = []
     for doc in docs:
-        for item in _tool_items(values(path, doc)):
-            calls.append(_tool_call(item, path))
+        found = values(path, doc)
+        if found:  # most answers hold none, and every turn asks four paths when response.tool_calls is not set
+            calls.extend(_tool_call(item, path) for item in _tool_items(found))
     return calls
 
 

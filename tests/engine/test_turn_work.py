@@ -1,0 +1,129 @@
+"""What a turn costs tamesu beyond the wire (issue 28's ninth pass, docs/performance.md): each cut keeps what the
+turn reads, sends and records, and is seen taken."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.fixtures import RunningAgents, rest_agents
+from sessions import new_session
+from tamesu.conversation import TurnError, UserTurn
+from tamesu.targets.rest.target import RestSpec, RestTarget
+
+__all__ = ["rest_agents"]  # a fixture, imported to be found by pytest
+
+
+@asynccontextmanager
+async def opened(spec: dict[str, Any], tmp_path: Path) -> AsyncIterator[RestTarget]:
+    target = RestTarget(RestSpec.model_validate({"type": "rest", **spec}), "api")
+    await target.open(new_session(tmp_path))
+    try:
+        yield target
+    finally:
+        await target.close()
+
+
+async def test_a_rest_turn_sets_one_timer_its_own_timeout(rest_agents: RunningAgents, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    # aiohttp's per-read timer (sock_read) was moved at every piece of the answer: two timer handles a turn more,
+    # bounding reads the turn's own timeout already bounds
+    loop = asyncio.get_running_loop()
+    async with opened({"url": f"{rest_agents.url}/chat", "turn_timeout": "5s"}, tmp_path) as target:
+        assert (await target.send(UserTurn(text="hi"))).text == "Echo 1: hi"  # connected, kept for the next turn
+        timers: list[float] = []
+        call_at = loop.call_at
+
+        def counted(when: float, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+            timers.append(when - loop.time())
+            return call_at(when, *args, **kwargs)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(loop, "call_at", counted)
+            turn = await target.send(UserTurn(text="again"))
+    assert turn.text == "Echo 2: again" and turn.status == 200
+    assert len(timers) == 1 and 4 < timers[0] <= 5  # the turn's turn_timeout, and nothing else
+
+
+async def test_an_answer_of_a_said_length_is_read_whole(rest_agents: RunningAgents, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.targets.rest import http
+
+    pieces = http.bounded_chunks
+    read_in_pieces: list[object] = []
+    monkeypatch.setattr(http, "bounded_chunks", lambda *args: read_in_pieces.append(args) or pieces(*args))
+    async with opened({"url": f"{rest_agents.url}/chat"}, tmp_path) as target:
+        turn = await target.send(UserTurn(text="héllo 日本"))
+        assert turn.text == "Echo 1: héllo 日本" and turn.response == {
+            "text": "Echo 1: héllo 日本", "session_id": target.session_id, "turn": 1, "data": None, "auth": None}
+        assert read_in_pieces == []  # its Content-Length said where it ends
+        with pytest.raises(TurnError, match="internal failure"):  # a 500's body too
+            await target.send(UserTurn(text="crash"))
+    assert read_in_pieces == []
+
+
+async def _serve(answer: bytes) -> tuple[asyncio.Server, str]:
+    """A server on 127.0.0.1 that reads a request and writes `answer`, then closes the connection."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/chat"
+
+
+@pytest.mark.parametrize("framing", [b"Content-Length: 40", b"Transfer-Encoding: chunked"])
+async def test_an_answer_that_ends_before_its_framing_says_fails_the_turn(tmp_path: Path, framing: bytes) -> None:
+    body = b'{"text": "cut' if framing.startswith(b"Content") else b'20\r\n{"text": "cut'
+    server, url = await _serve(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + framing + b"\r\n\r\n"
+                               + body)
+    async with server, opened({"url": url, "connect": {"attempts": 1}}, tmp_path) as target:
+        with pytest.raises(TurnError, match=r"^the answer broke off: ") as failed:
+            await target.send(UserTurn(text="hi"))
+    assert failed.value.status == 200
+
+
+@pytest.mark.parametrize(("charset", "body", "text"), [
+    ("", "héllo 日本".encode(), "héllo 日本"),
+    ("; charset=latin-1", "déjà".encode("latin-1"), "déjà"),
+    ("; charset=utf-16", "dé".encode("utf-16"), "dé"),
+    ("", b"bad \xff byte", "bad \ufffd byte"),
+])
+async def test_a_whole_answer_is_decoded_as_its_charset_says(tmp_path: Path, charset: str, body: bytes,
+                                                             text: str) -> None:
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain{charset}\r\nContent-Length: {len(body)}\r\n\r\n"
+    server, url = await _serve(head.encode() + body)
+    async with server, opened({"url": url}, tmp_path) as target:
+        assert (await target.send(UserTurn(text="hi"))).text == text
+
+
+async def test_an_answer_is_read_once_for_its_text_and_its_tool_calls_only_where_found(
+        rest_agents: RunningAgents, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.targets.rest import answer, read
+
+    asked: list[str] = []
+    itemised: list[object] = []
+    held: list[object] = []
+    values, items, holds = read.values, read._tool_items, answer.holds
+    for module in (answer, read):
+        monkeypatch.setattr(module, "values", lambda path, doc: asked.append(path) or values(path, doc))
+    monkeypatch.setattr(read, "_tool_items", lambda found: itemised.append(found) or items(found))
+    monkeypatch.setattr(answer, "holds", lambda condition, doc: held.append(condition) or holds(condition, doc))
+    async with opened({"url": f"{rest_agents.url}/chat"}, tmp_path) as target:
+        plain = await target.send(UserTurn(text="hi"))
+        assert (plain.text, plain.tool_calls, plain.ended) == ("Echo 1: hi", [], False)
+        assert asked.count("$.text") == 1 and itemised == [] and held == []  # no done condition: none looked for
+        booked = await target.send(UserTurn(text="book saturday"))
+    assert booked.text == "Booked Saturday 10:00." and [c.name for c in booked.tool_calls] == ["find_slot", "book_room"]
+    assert booked.tool_calls[0].args == {"day": "saturday"} and booked.tool_calls[0].result == {"slot": "10:00"}
+    async with opened({"url": f"{rest_agents.url}/chat", "response": {"done": "$.done"}}, tmp_path) as target:
+        assert not (await target.send(UserTurn(text="hi"))).ended
+        assert (await target.send(UserTurn(text="bye"))).ended and held
