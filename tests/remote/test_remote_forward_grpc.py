@@ -7,6 +7,7 @@ real agent answers, byte for byte; both sides record the same messages.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -292,3 +293,26 @@ async def test_a_stream_the_real_agent_leaves_silent_ends_in_a_deadline(
     [delegation] = proxy.delegations
     assert (delegation.message, delegation.state, delegation.reply) == (
         "refund ORD-8", "error", "the real agent sent nothing for 0.5s")
+
+
+async def test_a_caller_that_hangs_up_mid_stream_stops_the_grpc_relay(tmp_path: Path) -> None:
+    import time
+
+    hold = 30.0  # the real agent holds its answer this long after the first events: the caller leaves first
+    async with agents(tmp_path / "real", {"billing": BILLING}, fuzz={"billing": {"mode": "delay", "delay": f"{hold}s"}}
+                      ) as real:
+        real_grpc = real.urls["billing"]["grpc"]
+        async with agents(tmp_path / "proxy", {"billing": {"forward": f"grpc://{real_grpc}"}}) as proxy, \
+                grpc.aio.insecure_channel(proxy.urls["billing"]["grpc"]) as channel:
+            sent = a2a_pb2.SendMessageRequest(message=request("refund ORD-8").message).SerializeToString()
+            stream = channel.unary_stream("/lf.a2a.v1.A2AService/SendStreamingMessage")(sent, timeout=60)
+            async for _ in stream:
+                break  # the first event: the task
+            stream.cancel()
+            left = time.monotonic()
+            while not proxy.delegations and time.monotonic() - left < hold / 3:
+                await asyncio.sleep(0.02)
+            assert proxy.delegations, f"no delegation recorded within {hold / 3:g}s of the caller leaving"
+    [delegation] = proxy.delegations
+    assert (delegation.message, delegation.reply) == ("refund ORD-8", "")
+    assert delegation.state in ("submitted", "working")
