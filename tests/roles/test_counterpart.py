@@ -309,3 +309,46 @@ tests:
     assert theirs == [{"counterpart": "supplier", "agent": "billing", "binding": "http",
                        "reason": "no valid bearer token"}] * 2, theirs
     assert run["metrics"]["counterpart_delegations_refused"] == 2
+
+
+def test_a_fuzzed_call_the_counterpart_made_is_not_the_agent_under_tests(
+        tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # both sides call billing, which `fuzz_tools` makes fail: the supplier's fuzzed calls counted in the buyer's
+    # tools_fuzzed (and its `tool_fuzzed` events named no counterpart), so a check of how many faults the buyer
+    # met read the supplier's too
+    def caller(role: str) -> Starlette:
+        async def chat(request: Request) -> JSONResponse:
+            body = await request.json()
+            async with httpx.AsyncClient(timeout=10) as http:
+                await http.post(body["billing"], headers={"A2A-Version": "1.0"}, json={
+                    "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+                        "messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": f"{role} asks"}]}}})
+            return JSONResponse({"text": f"{role} checked billing"})
+
+        return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+    buyer, supplier = serve(caller("buyer")), serve(caller("supplier"))
+    body = '{ message: "{{message}}", billing: "{{remote.billing.url}}" }'
+    (tmp_path / "talk.tamesu.yaml").write_text(
+        "remote_agents:\n  billing: { reply: noted }\n"
+        "targets:\n"
+        f"  buyer: {{ type: rest, url: {buyer.url}/chat, request: {{ body: {body} }} }}\n"
+        f"  supplier: {{ type: rest, url: {supplier.url}/chat, request: {{ body: {body} }} }}\n"
+        """\
+tests:
+  - name: fuzzed
+    target: buyer
+    fuzz_tools: { billing: error }
+    counterpart: { target: supplier, opening: "500 units" }
+    scenario: { max_turns: 3 }
+    assert:
+      - metric: { name: tools_fuzzed, equals: 3 }
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = result(tmp_path / "out", "fuzzed")
+    ours = [e["data"] for e in run["events"] if e["name"] == "tool_fuzzed"]
+    assert ours == [{"tool": "billing", "mode": "error"}] * 3, run["events"]
+    theirs = [e["data"] for e in run["events"] if e["name"] == "counterpart_tool_fuzzed"]
+    assert theirs == [{"counterpart": "supplier", "tool": "billing", "mode": "error"}] * 2, theirs
+    assert run["metrics"]["counterpart_tools_fuzzed"] == 2

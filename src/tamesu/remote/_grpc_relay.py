@@ -25,7 +25,7 @@ from tamesu.conversation import Session
 from tamesu.net.grpc_channels import dial_target, tls_words
 from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, rewrite_card
-from tamesu.remote.executor import Delegation
+from tamesu.remote.executor import Delegation, Fuzzed
 
 READ_TIMEOUT = 300.0
 """A unary call's bound, and between two messages of a stream: the real agent may work a while."""
@@ -65,6 +65,7 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
     def __init__(self, name: str, channel: grpc.aio.Channel, real_url: str, session: Session,
                  delegation: Callable[[Call], Delegation], finish: Callable[[Delegation, Reply], None],
                  unreachable: Callable[[Call, Delegation | None, str], None], push: PushRelay,
+                 fuzzed: Fuzzed,
                  *, headers: dict[str, str], keep_authorization: bool, hold: float | None,
                  closed_hint: str = "") -> None:
         self.name = name
@@ -78,6 +79,7 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
         self._finish = finish
         self._unreachable = unreachable
         self._push = push
+        self._fuzzed = fuzzed
         self._closed_hint = closed_hint
         """Said after a connection the real agent closed: with TLS and no client certificate, the likely why."""
         self._headers = {k.lower(): v for k, v in headers.items()}
@@ -158,8 +160,7 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
                     message=message if isinstance(message, dict) else None, card=method.name in _CARDS)
         delegation = self._delegation(call) if call.message is not None else None
         if delegation is not None and self._hold is not None:
-            self._session.event("tool_fuzzed", tool=self.name, mode="delay")
-            self._session.count("tools_fuzzed")
+            self._fuzzed(delegation, "delay")
             await asyncio.sleep(self._hold)
         rewritten = self._push.outgoing(payload, method.name)
         if rewritten is not None:

@@ -51,6 +51,10 @@ class Delegation(BaseModel):
     """With `forward`: the real agent's URL the message went on to (its reply is the real agent's)."""
 
 
+Fuzzed = Callable[[Delegation, str], None]
+"""Told of a delegation met by `fuzz_tools` (and its mode) as it happens: the group says whose call it was."""
+
+
 def message_text(message: Message) -> tuple[str, list[object]]:
     texts: list[str] = []
     data: list[object] = []
@@ -105,11 +109,12 @@ def _parts(text: str | None, data: Any, with_data: bool) -> list[Part]:
 
 class ScriptedExecutor(AgentExecutor):
     def __init__(self, name: str, spec: RemoteAgentSpec, session: Session,
-                 record: Callable[[Delegation], None]) -> None:
+                 record: Callable[[Delegation], None], fuzzed: Fuzzed) -> None:
         self._name = name
         self._spec = spec
         self._session = session
         self._record = record
+        self._fuzzed = fuzzed
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         task_id, context_id = str(context.task_id), str(context.context_id)
@@ -158,8 +163,7 @@ class ScriptedExecutor(AgentExecutor):
         if fuzz is None:
             return self._spec.answer(searched)
         delegation.fuzzed = fuzz.mode
-        self._session.event("tool_fuzzed", tool=self._name, mode=fuzz.mode)
-        self._session.count("tools_fuzzed")
+        self._fuzzed(delegation, fuzz.mode)
         if fuzz.mode == "error":
             return ReplySpec(say=fuzz.error_message(), state="failed")
         if fuzz.mode == "empty":

@@ -35,7 +35,7 @@ from tamesu.net.clients import AsyncClient, client_options, os_reason
 from tamesu.net.tls import TlsSpec
 from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
-from tamesu.remote.executor import Delegation
+from tamesu.remote.executor import Delegation, Fuzzed
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 300.0
@@ -72,12 +72,14 @@ class ForwardProxy:
     """The ASGI app of a forwarding remote agent. `proxy_origin` is set once the socket is bound."""
 
     def __init__(self, name: str, forwarding: Forwarding, session: Session, record: Callable[[Delegation], None],
-                 *, local: ASGIApp | None = None, hold: float | None = None, keep_authorization: bool = True) -> None:
+                 fuzzed: Fuzzed, *, local: ASGIApp | None = None, hold: float | None = None,
+                 keep_authorization: bool = True) -> None:
         self.name = name
         self.forwarding = forwarding
         self.proxy_origin = ""
         self._session = session
         self._record = record
+        self._fuzzed = fuzzed
         self._local = local
         self._hold = hold
         self._keep_authorization = keep_authorization
@@ -114,8 +116,7 @@ class ForwardProxy:
             return
         delegation = self.delegation(call) if call.message is not None else None
         if delegation is not None and self._hold is not None:
-            self._session.event("tool_fuzzed", tool=self.name, mode="delay")
-            self._session.count("tools_fuzzed")
+            self._fuzzed(delegation, "delay")
             await asyncio.sleep(self._hold)
         body = self.push.outgoing_body(body, call.method)
         query = scope.get("query_string", b"").decode("latin-1")

@@ -68,6 +68,7 @@ class RemoteAgents:
             except TemplateError as exc:
                 raise InfraError(f"remote agent {name}: token: {exc}") from exc
             server = RemoteAgentServer(name, spec, self._session, token, self._record, self._refused,
+                                       self._fuzzed,
                                        forwarding=self._forwarding(name, spec))
             self.servers.append(server)
             try:
@@ -144,6 +145,15 @@ class RemoteAgents:
                             version=delegation.version, task_id=delegation.task_id,
                             **({"fuzzed": delegation.fuzzed} if delegation.fuzzed else {}),
                             **({"forwarded": delegation.forwarded} if delegation.forwarded else {}))
+
+    def _fuzzed(self, delegation: Delegation, mode: str) -> None:
+        # a call the counterpart made met the fault: not one the agent under test saw (`tools_fuzzed` is its)
+        if (other := self._sender(delegation)) is not None:
+            self._session.count("counterpart_tools_fuzzed")
+            self._session.event("counterpart_tool_fuzzed", counterpart=other, tool=delegation.agent, mode=mode)
+            return
+        self._session.event("tool_fuzzed", tool=delegation.agent, mode=mode)
+        self._session.count("tools_fuzzed")
 
     def _refused(self, agent: str, binding: str) -> None:
         # refused before its message was read: no ids, so whose turn it came in says whose it is

@@ -44,7 +44,7 @@ from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
 from tamesu.remote._grpc_relay import GrpcRelay
 from tamesu.remote.card import Addresses, extended_card, public_card
-from tamesu.remote.executor import Delegation, ScriptedExecutor, refused_delegation
+from tamesu.remote.executor import Delegation, Fuzzed, ScriptedExecutor, refused_delegation
 from tamesu.remote.forward import Forwarding, ForwardProxy
 from tamesu.remote.gate import GrpcGate, HttpGate, extended_card_guard
 from tamesu.remote.push import VersionedConfigStore, VersionedPushSender
@@ -74,6 +74,7 @@ class RemoteAgentServer:
 
     def __init__(self, name: str, spec: RemoteAgentSpec, session: Session, token: str | None,
                  record: Callable[[Delegation], None], refused: Callable[[str, str], None],
+                 fuzzed: Fuzzed,
                  forwarding: Forwarding | None = None) -> None:
         self.name = name
         self.spec = spec
@@ -81,6 +82,7 @@ class RemoteAgentServer:
         self._token = token
         self._record = record
         self._refused = refused
+        self._fuzzed = fuzzed
         self._http: LoopServer | None = None
         self._grpc: grpc.aio.Server | None = None
         self._handler: _CardHandler | None = None
@@ -140,7 +142,8 @@ class RemoteAgentServer:
             # the real card may name the JSON-RPC endpoint at the forwarded URL's path: answer there too
             local = self._starlette(public, extra_jsonrpc=(forwarding.path,) if forwarding.path else ())
         try:  # a tls: block's files are read here
-            self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, local=local, hold=hold,
+            self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, self._fuzzed,
+                                       local=local, hold=hold,
                                        keep_authorization=self._token is None)
             self._relay_channel = open_channel(forwarding.url, forwarding.tls) if forwarding.grpc else None
         except TlsError as exc:
@@ -157,7 +160,7 @@ class RemoteAgentServer:
                 assert self._relay_channel is not None
                 proxy = self._proxy
                 relay = GrpcRelay(self.name, self._relay_channel, forwarding.url, self._session,
-                                  proxy.delegation, proxy.finish, proxy.unreachable, proxy.push,
+                                  proxy.delegation, proxy.finish, proxy.unreachable, proxy.push, self._fuzzed,
                                   headers=forwarding.headers, keep_authorization=self._token is None, hold=hold,
                                   closed_hint=_closed_hint(forwarding))
                 relay.proxy_addr = self.grpc_addr
@@ -179,7 +182,8 @@ class RemoteAgentServer:
         self._push_client = AsyncClient(**client_options(on_resend=self._push_resent), timeout=PUSH_TIMEOUT)
         self._handler = _CardHandler(
             public, self._refused_message,
-            agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record),
+            agent_executor=ScriptedExecutor(self.name, self.spec, self._session, self._record,
+                                            self._fuzzed),
             task_store=tasks, agent_card=public, push_config_store=configs,
             push_sender=VersionedPushSender(self._push_client, configs, tasks, self._push_failed),
             extended_agent_card=extended_card(self.name, self.spec, at, self._token),
