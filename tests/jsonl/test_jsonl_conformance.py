@@ -218,4 +218,15 @@ def test_no_initial_input_is_the_suites_error_when_the_project_asks_for_the_desi
     assert faults == {"N1": "suite", "N2": "suite", "ok": None}
     junit = (project / "junit.xml").read_text()
     assert junit.count('type="suite"') == 2 and "<failure" not in junit, junit
-    assert run_tamesu(["validate", "cases.jsonl"], cwd=project).returncode == 0
+    # said where written before anything runs, by `test` and by `validate` (which said nothing, exit 0)
+    warned = ["cases.jsonl:1:1: a test case needs input (text, a message, or a message history), turns, or a "
+              "simulator with checkpoints (loaded for the design's error classes: it runs as the suite's error)",
+              "cases.jsonl:2:14: input: empty: a test case needs input (text, a message, or a message history), "
+              "turns, or a simulator with checkpoints (loaded for the design's error classes: it runs as the "
+              "suite's error)"]
+    assert all(f"warning: {line}" in " ".join((design.stdout + design.stderr).split()) for line in warned), \
+        design.stdout + design.stderr
+    checked = run_tamesu(["validate", "cases.jsonl"], cwd=project)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert all(line in " ".join((checked.stdout + checked.stderr).split()) for line in warned), \
+        checked.stdout + checked.stderr

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -160,8 +160,14 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
     found = ParsedCase(case, doc, base_dir, dirs)
     shape: list[Problem] = []
     _check_shape(case, doc, shape)
-    # the design fails a case with no initial input when it runs; tamesu refuses it here
-    problems += [p for p in shape if not (settings.yao_errors and any(no in p.message for no in _NO_INPUT))]
+    # the design fails a case with no initial input when it runs; tamesu refuses it here, or with the design's
+    # classes loads it and says so where it is written
+    for problem in shape:
+        if settings.yao_errors and any(no in problem.message for no in _NO_INPUT):
+            settings.warnings.append(replace(problem, message=f"{problem.message} (loaded for the design's error "
+                                             "classes: it runs as the suite's error)"))
+        else:
+            problems.append(problem)
     if settings.history_refusal is not None and case.input is not None and len(case.input) > 1:
         problems.append(doc.problem(("input",), f"a history of {len(case.input)} messages would reach the agent as "
                                     f"its last message alone ({settings.history_refusal})"))
