@@ -124,7 +124,6 @@ class TargetSimulator(_DesignSimulator):
         self.max_turns = max_turns
         self.models = models
         self.case_id = case_id
-        self.connector = connector
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         request = {**self.settings, "test_id": self.case_id, **_progress(exchanges, self.max_turns),
