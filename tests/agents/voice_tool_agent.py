@@ -3,7 +3,8 @@ call (`{"call": {"id": "c-123", "token": "t-9"}}`); the websocket `/socket?call=
 Bearer t-9`; anything else is refused with close code 4001) carries binary pcm16 16 kHz. It greets with 0.6 s of
 tone; when the caller has spoken (loud frames, then 0.4 s of quiet ones) it asks for a tool with
 `{"type": "function_call", "id": "f1", "name": "lookup_order", "arguments": "{\\"order\\": \\"42\\"}"}` and, once a
-`function_result` for `f1` comes, answers with 0.6 s of tone. It records the JSON messages tamesu sent."""
+`function_result` for `f1` comes, answers with 0.6 s of tone. It records the JSON messages tamesu sent. `arguments`
+replaces the call's arguments text."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def tone(ms: int) -> bytes:
 
 
 class VoiceToolAgent(ThreadedWebsocketServer):
-    def __init__(self) -> None:
+    def __init__(self, arguments: str = json.dumps({"order": "42"})) -> None:
+        self.arguments = arguments
         self.received: list[dict[str, Any]] = []
         self.calls_created = 0
         super().__init__("voice-tool-agent")
@@ -70,6 +72,6 @@ class VoiceToolAgent(ThreadedWebsocketServer):
                     continue
                 if caller.heard(message):
                     await ws.send(json.dumps({"type": "function_call", "id": "f1", "name": "lookup_order",
-                                              "arguments": json.dumps({"order": "42"})}))
+                                              "arguments": self.arguments}))
         except ConnectionClosed:
             pass

@@ -216,3 +216,38 @@ tests:
         assert "t-9" not in json.dumps(result["events"])
     finally:
         agent.stop()
+
+
+@needs_voice
+def test_tool_arguments_nested_too_deep_fail_the_turn(tmp_path: Path) -> None:
+    # before: `internal error: ValueError: Maximum serialization depth exceeded` when the run was written, fault:
+    # environment, exit 3: the agent's tool call, blamed on tamesu
+    from agents.voice_tool_agent import VoiceToolAgent
+
+    agent = VoiceToolAgent(arguments='{"order":' * 250 + '"42"' + "}" * 250)
+    try:
+        (tmp_path / "t.tamesu.yaml").write_text(f"""name: tools
+targets:
+  line:
+    type: voice
+    url: "{agent.ws}/socket?call=c-123"
+    headers: {{ Authorization: "Bearer t-9" }}
+    audio: {{ encoding: pcm16, sample_rate: 16000, frames: binary }}
+    messages:
+      tool_calls: {{ when: {{ "$.type": function_call }}, name: "$.name", args: "$.arguments", id: "$.id" }}
+    tool_results:
+      lookup_order: {{ status: shipped }}
+    idle: 0.6s
+    turn_timeout: 8s
+    connect: {{ attempts: 1 }}
+tests:
+  - {{ name: order, target: line, scenario: {{ script: [ {{ say: "where is my order" }} ] }} }}
+""")
+        done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
+        said = done.stdout + done.stderr
+        assert done.returncode == 1, said
+        assert "the agent called lookup_order with arguments that cannot be read: JSON nested more than 200 " \
+               "levels deep: " in said, said
+        assert "internal error" not in said
+    finally:
+        agent.stop()

@@ -63,10 +63,11 @@ class UncheckedRelay:
                 far_reader, far_writer = await asyncio.wait_for(asyncio.open_connection(
                     self._host, self._port, ssl=self._context, server_hostname=self._server_name,
                     ssl_handshake_timeout=self._timeout), self._timeout)
-            except (OSError, TimeoutError, ssl.SSLError) as exc:
+            except Exception as exc:  # any reason the agent was not reached is said by the call that failed
                 said = "connect timed out" if isinstance(exc, TimeoutError) else os_reason(exc)
                 self.failure = f"TLS (certificate not checked) to {self._host}:{self._port}: {said}"[:300]
                 return
+            self.failure = None  # the latest connection is the one a failing call met
             try:
                 await asyncio.gather(_pipe(reader, far_writer), _pipe(far_reader, writer))
             finally:

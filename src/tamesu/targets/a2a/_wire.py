@@ -209,7 +209,7 @@ class Wire:
         there."""
         reason = unreachable(exc)
         relayed = next((r.failure for r in self._relays if r.failure), None)
-        if relayed is not None:  # what the relay met on the way is the reason; gRPC saw its socket close
+        if reason is not None and relayed is not None:  # what the relay met is why: gRPC saw its socket close
             reason = relayed
             for relay in self._relays:
                 relay.failure = None
