@@ -261,6 +261,15 @@ def test_a_failing_simulator_is_the_cases_error_not_a_verdict(servers: Servers, 
     assert records["S1"]["error"] == "simulator scripts:boom raised RuntimeError: no idea"
     assert records["S2"]["error"] == "simulator: no valid JSON after 3 attempts: no JSON object found in the answer"
     assert servers.openai.pending == 0  # asked three times, then given up
+    run_dir = next(tmp_path.glob("2*"))
+    faults = {k: json.loads((run_dir / r["result"]).read_text())["fault"] for k, r in records.items()}
+    # the project's own script raising is the suite's bug (exit 2 alone); a model that cannot answer, the run's
+    assert faults == {"S1": "suite", "S2": "environment"}, faults
+    cases.write_text(json.dumps({"id": "S1", "input": "I want to submit an expense",
+                                 "simulator": {"use": "scripts:boom"}}) + "\n")
+    done = run_test(["-i", str(cases), "-n", "assistants.expense", "--config", str(DESIGN / "tamesu.yaml"),
+                     "--out", str(tmp_path / "alone")], cwd=DESIGN, env=servers.env)
+    assert done.returncode == 2, done.stdout + done.stderr
 
 
 def test_the_simulator_flag_names_the_simulator_agent_as_both_revisions_write_it(servers: Servers,

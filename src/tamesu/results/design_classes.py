@@ -14,8 +14,10 @@ def design_classes(result: RunResult, simulator_error: str | None, dynamic: bool
         return
     if simulator_error is not None:
         reason = f"simulator error: {simulator_error}"
-        if dynamic:  # failed, as the design has it; still not the agent's fault but its helper's
-            result.status, result.error, result.fault, result.fault_reason = "failed", reason, "environment", reason
+        if dynamic:  # failed, as the design has it; still not the agent's fault but its helper's (the project's
+            # own script's bug stays the suite's)
+            fault = "suite" if result.fault == "suite" else "environment"
+            result.status, result.error, result.fault, result.fault_reason = "failed", reason, fault, reason
         else:
             result.status, result.skip_reason, result.error = "skipped", reason, None
             result.fault = result.fault_reason = None

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ValidationError
 
 from tamesu.conversation import Exchange, UserTurn
-from tamesu.errors import InfraError, TemplateError
+from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.models.base import Models
 from tamesu.models.structured import find_json
 from tamesu.roles.simulator import UserAction, UserSimulator
@@ -100,15 +100,15 @@ class ScriptSimulator(_DesignSimulator):
             result = self._function(inputs)
             if inspect.isawaitable(result):
                 result = await result
-        except Exception as exc:
-            raise InfraError(f"simulator {self._name} raised {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:  # the project's own code: its bug is the suite's to fix (exit 2)
+            raise SuiteProblem(f"simulator {self._name} raised {type(exc).__name__}: {exc}") from exc
         if result is None:
             return UserAction(stop="simulator_stopped")
         try:
             answer = SimulatorAnswer(input=result) if isinstance(result, str) else \
                 SimulatorAnswer.model_validate(result)
         except ValidationError as exc:
-            raise InfraError(f"simulator {self._name} returned {result!r}: expected text or "
+            raise SuiteProblem(f"simulator {self._name} returned {result!r}: expected text or "
                              f"{{input, goal_achieved, reasoning}} ({exc.errors()[0]['msg']})") from None
         return self._act(answer)
 
