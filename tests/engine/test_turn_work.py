@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -127,3 +127,34 @@ async def test_an_answer_is_read_once_for_its_text_and_its_tool_calls_only_where
     async with opened({"url": f"{rest_agents.url}/chat", "response": {"done": "$.done"}}, tmp_path) as target:
         assert not (await target.send(UserTurn(text="hi"))).ended
         assert (await target.send(UserTurn(text="bye"))).ended and held
+
+
+async def test_a_model_calls_answer_is_priced_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import BaseModel
+
+    from tamesu.models.base import Message, ModelRequest, ModelResponse, Usage
+    from tamesu.models.client import ResilientClient
+    from tamesu.models.spec import ModelSpec
+
+    got: list[ModelRequest] = []
+
+    class Provider:
+        async def generate(self, request: ModelRequest) -> ModelResponse:
+            got.append(request)
+            return ModelResponse(text="hi", usage=Usage(input_tokens=1_000_000, output_tokens=1_000_000),
+                                 provider="openai", model="gpt-4o-mini")
+
+    client = ResilientClient(ModelSpec(provider="openai", model="gpt-4o-mini"), cast(Any, Provider),
+                             mask=lambda value: value.replace("s3cret", "***") if isinstance(value, str) else value)
+    copied: list[object] = []
+    model_copy = BaseModel.model_copy
+    monkeypatch.setattr(BaseModel, "model_copy", lambda self, **kw: copied.append(self) or model_copy(self, **kw))
+    request = ModelRequest(purpose="simulator", messages=[Message(role="user", content="hello")],
+                           context={"note": "plain"})
+    answer = await client.generate(request)
+    assert not any(isinstance(each, ModelResponse) for each in copied)  # priced in place, not copied whole
+    assert answer.cost_usd == pytest.approx(0.75) and answer.text == "hi"  # 0.15 + 0.60 a million tokens each
+    secret = ModelRequest(purpose="simulator", messages=[Message(role="user", content="my s3cret")],
+                          context={"note": "plain"})
+    await client.generate(secret)
+    assert got[1].messages[0].content == "my ***" and secret.messages[0].content == "my s3cret"
