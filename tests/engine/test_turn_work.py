@@ -158,3 +158,32 @@ async def test_a_model_calls_answer_is_priced_in_place(monkeypatch: pytest.Monke
                           context={"note": "plain"})
     await client.generate(secret)
     assert got[1].messages[0].content == "my ***" and secret.messages[0].content == "my s3cret"
+
+
+def test_a_runs_records_are_written_where_they_were_without_pathlib_joins(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import pathlib
+
+    from tamesu.engine.artifacts import RunDirectory
+    from tamesu.engine.conversation import RunOutcome
+    from tamesu.engine.runner import _write_records
+    from tamesu.results.records import RunResult, Transcript
+    from tamesu.results.rundir import slug
+    from tamesu.suite.secrets import Redactor
+
+    directory = RunDirectory(tmp_path, Redactor())
+    run_dir = directory.test_dir("Suite é", "c1") / "run-1"
+    result = RunResult(suite="Suite é", test="c1", run=1, status="passed", started_at="now", target="bot",
+                       target_type="rest")
+    outcome = RunOutcome(result, Transcript(test="c1", run=1))
+    joined: list[object] = []
+    join = pathlib.PurePath.__truediv__
+    monkeypatch.setattr(pathlib.PurePath, "__truediv__", lambda self, key: joined.append(key) or join(self, key))
+    _write_records(directory, run_dir, outcome)
+    assert joined == []  # two or three joins a run, some fifteen calls each
+    assert json.loads((tmp_path / "Suite-é" / "c1" / "run-1" / "result.json").read_text())["test"] == "c1"
+    assert json.loads((run_dir / "transcript.json").read_text())["lines"] == []
+    for _ in range(3):
+        assert slug("Suite é") == "Suite-é"
+    assert slug.cache_info().hits >= 2  # a suite's name, made a folder's for every test of it
