@@ -187,3 +187,16 @@ def test_a_runs_records_are_written_where_they_were_without_pathlib_joins(tmp_pa
     for _ in range(3):
         assert slug("Suite é") == "Suite-é"
     assert slug.cache_info().hits >= 2  # a suite's name, made a folder's for every test of it
+
+
+def test_a_turn_without_files_gathers_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.conversation import FileRef
+    from tamesu.targets.rest import files
+
+    gathered: list[UserTurn] = []
+    turn_files = files._turn_files
+    monkeypatch.setattr(files, "_turn_files", lambda turn: gathered.append(turn) or turn_files(turn))
+    assert files.attachments(UserTurn(text="hi"), "api") == [] and gathered == []  # `{{attachments}}`, every turn
+    (tmp_path / "a.txt").write_bytes(b"hey")
+    with_file = UserTurn(text="see", files=[FileRef(name="a.txt", mime="text/plain", path=str(tmp_path / "a.txt"))])
+    assert files.attachments(with_file, "api") == [{"name": "a.txt", "media_type": "text/plain", "data": "aGV5"}]
