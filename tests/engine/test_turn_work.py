@@ -189,6 +189,31 @@ def test_a_runs_records_are_written_where_they_were_without_pathlib_joins(tmp_pa
     assert slug.cache_info().hits >= 2  # a suite's name, made a folder's for every test of it
 
 
+async def test_a_model_calls_place_without_a_limit_is_taken_in_a_few_calls() -> None:
+    import sys
+
+    from tamesu.models._gate import Gate
+    from tamesu.models.base import Message, ModelRequest
+    from tamesu.models.spec import ModelSpec
+
+    request = ModelRequest(purpose="simulator", messages=[Message(role="user", content="hi")])
+    spec = ModelSpec(provider="fake", model="m")
+    held = Gate(None).held(request, spec)
+    calls = 0
+
+    def counted(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        calls += event in ("call", "c_call")
+
+    sys.setprofile(counted)
+    try:
+        async with held:
+            pass
+    finally:
+        sys.setprofile(None)
+    assert calls <= 6, calls  # a generator's context manager, and another inside it for the deadline's naming: 21
+
+
 def test_a_turn_without_files_gathers_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tamesu.conversation import FileRef
     from tamesu.targets.rest import files
