@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -127,3 +127,101 @@ async def test_an_answer_is_read_once_for_its_text_and_its_tool_calls_only_where
     async with opened({"url": f"{rest_agents.url}/chat", "response": {"done": "$.done"}}, tmp_path) as target:
         assert not (await target.send(UserTurn(text="hi"))).ended
         assert (await target.send(UserTurn(text="bye"))).ended and held
+
+
+async def test_a_model_calls_answer_is_priced_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import BaseModel
+
+    from tamesu.models.base import Message, ModelRequest, ModelResponse, Usage
+    from tamesu.models.client import ResilientClient
+    from tamesu.models.spec import ModelSpec
+
+    got: list[ModelRequest] = []
+
+    class Provider:
+        async def generate(self, request: ModelRequest) -> ModelResponse:
+            got.append(request)
+            return ModelResponse(text="hi", usage=Usage(input_tokens=1_000_000, output_tokens=1_000_000),
+                                 provider="openai", model="gpt-4o-mini")
+
+    client = ResilientClient(ModelSpec(provider="openai", model="gpt-4o-mini"), cast(Any, Provider),
+                             mask=lambda value: value.replace("s3cret", "***") if isinstance(value, str) else value)
+    copied: list[object] = []
+    model_copy = BaseModel.model_copy
+    monkeypatch.setattr(BaseModel, "model_copy", lambda self, **kw: copied.append(self) or model_copy(self, **kw))
+    request = ModelRequest(purpose="simulator", messages=[Message(role="user", content="hello")],
+                           context={"note": "plain"})
+    answer = await client.generate(request)
+    assert not any(isinstance(each, ModelResponse) for each in copied)  # priced in place, not copied whole
+    assert answer.cost_usd == pytest.approx(0.75) and answer.text == "hi"  # 0.15 + 0.60 a million tokens each
+    secret = ModelRequest(purpose="simulator", messages=[Message(role="user", content="my s3cret")],
+                          context={"note": "plain"})
+    await client.generate(secret)
+    assert got[1].messages[0].content == "my ***" and secret.messages[0].content == "my s3cret"
+
+
+def test_a_runs_records_are_written_where_they_were_without_pathlib_joins(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+    import pathlib
+
+    from tamesu.engine.artifacts import RunDirectory
+    from tamesu.engine.conversation import RunOutcome
+    from tamesu.engine.runner import _write_records
+    from tamesu.results.records import RunResult, Transcript
+    from tamesu.results.rundir import slug
+    from tamesu.suite.secrets import Redactor
+
+    directory = RunDirectory(tmp_path, Redactor())
+    run_dir = directory.test_dir("Suite é", "c1") / "run-1"
+    result = RunResult(suite="Suite é", test="c1", run=1, status="passed", started_at="now", target="bot",
+                       target_type="rest")
+    outcome = RunOutcome(result, Transcript(test="c1", run=1))
+    joined: list[object] = []
+    join = pathlib.PurePath.__truediv__
+    monkeypatch.setattr(pathlib.PurePath, "__truediv__", lambda self, key: joined.append(key) or join(self, key))
+    _write_records(directory, run_dir, outcome)
+    assert joined == []  # two or three joins a run, some fifteen calls each
+    assert json.loads((tmp_path / "Suite-é" / "c1" / "run-1" / "result.json").read_text())["test"] == "c1"
+    assert json.loads((run_dir / "transcript.json").read_text())["lines"] == []
+    for _ in range(3):
+        assert slug("Suite é") == "Suite-é"
+    assert slug.cache_info().hits >= 2  # a suite's name, made a folder's for every test of it
+
+
+async def test_a_model_calls_place_without_a_limit_is_taken_in_a_few_calls() -> None:
+    import sys
+
+    from tamesu.models._gate import Gate
+    from tamesu.models.base import Message, ModelRequest
+    from tamesu.models.spec import ModelSpec
+
+    request = ModelRequest(purpose="simulator", messages=[Message(role="user", content="hi")])
+    spec = ModelSpec(provider="fake", model="m")
+    held = Gate(None).held(request, spec)
+    calls = 0
+
+    def counted(frame: object, event: str, arg: object) -> None:
+        nonlocal calls
+        calls += event in ("call", "c_call")
+
+    sys.setprofile(counted)
+    try:
+        async with held:
+            pass
+    finally:
+        sys.setprofile(None)
+    assert calls <= 6, calls  # a generator's context manager, and another inside it for the deadline's naming: 21
+
+
+def test_a_turn_without_files_gathers_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.conversation import FileRef
+    from tamesu.targets.rest import files
+
+    gathered: list[UserTurn] = []
+    turn_files = files._turn_files
+    monkeypatch.setattr(files, "_turn_files", lambda turn: gathered.append(turn) or turn_files(turn))
+    assert files.attachments(UserTurn(text="hi"), "api") == [] and gathered == []  # `{{attachments}}`, every turn
+    (tmp_path / "a.txt").write_bytes(b"hey")
+    with_file = UserTurn(text="see", files=[FileRef(name="a.txt", mime="text/plain", path=str(tmp_path / "a.txt"))])
+    assert files.attachments(with_file, "api") == [{"name": "a.txt", "media_type": "text/plain", "data": "aGV5"}]

@@ -40,7 +40,7 @@ class RunDirectory:
             self._used.add(name)
         return self.root / name
 
-    def write_json(self, path: Path, value: BaseModel | object) -> None:
+    def write_json(self, path: Path | str, value: BaseModel | object) -> None:
         data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
         text = indented_json(self.redactor.data(data))
         folder = os.path.dirname(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import math
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -155,11 +156,11 @@ def aggregate(test: PlannedTest, runs: list[RunResult], test_dir: Path, root: Pa
     quarantine = test.spec.quarantine if test.quarantined(today) else None
     if status in ("failed", "error", "inconclusive") and quarantine is not None:
         status = "quarantined"
+    folder = os.fspath(test_dir.relative_to(root))  # once a test, not a path made and cut again for each run
     summaries = [
         RunSummary(run=r.run, status=r.status, attempts=r.attempt, reruns=r.rerun, error=r.error, fault=r.fault,
                    fault_reason=r.fault_reason, failures=r.failed_assertions, not_evaluated=r.not_evaluated,
-                   metrics=r.metrics,
-                   dir=str((test_dir / run_dir_name(r.run, r.attempt, r.rerun)).relative_to(root)))
+                   metrics=r.metrics, dir=os.path.join(folder, run_dir_name(r.run, r.attempt, r.rerun)))
         for r in sorted(runs, key=lambda r: r.run)]
     return TestResult(
         suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags, target=test.target_name,

@@ -482,10 +482,11 @@ class Runner:
 
 
 def _write_records(directory: RunDirectory, run_dir: Path, outcome: RunOutcome) -> None:
-    directory.write_json(run_dir / "transcript.json", outcome.transcript)
-    directory.write_json(run_dir / "result.json", outcome.result)
+    folder = os.fspath(run_dir)  # joined as text: pathlib's `/` is some fifteen calls, twice a run
+    directory.write_json(os.path.join(folder, "transcript.json"), outcome.transcript)
+    directory.write_json(os.path.join(folder, "result.json"), outcome.result)
     if outcome.spans is not None:
-        directory.write_json(run_dir / "spans.json", outcome.spans.numbers_masked(directory.redactor.text))
+        directory.write_json(os.path.join(folder, "spans.json"), outcome.spans.numbers_masked(directory.redactor.text))
 
 
 class RunFolderError(InfraError):

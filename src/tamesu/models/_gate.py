@@ -27,15 +27,18 @@ class Gate:
         self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = \
             weakref.WeakKeyDictionary()
 
-    @contextlib.asynccontextmanager
-    async def held(self, request: ModelRequest | None = None, spec: ModelSpec | None = None) -> AsyncIterator[None]:
+    def held(self, request: ModelRequest | None = None,
+             spec: ModelSpec | None = None) -> contextlib.AbstractAsyncContextManager[None]:
         """A place for `request`; a deadline that passes while it waits or is answered keeps the name of a call of
         tamesu's own model (a model target's is the agent's)."""
         own = None if request is None or spec is None or request.purpose == "target" else call_name(request, spec)
+        # no place to take (no `max_concurrent`, nearly every model): no semaphore, nor a generator's context
+        # manager entered on every call
+        return _Unlimited(asking(own)) if self.limit is None else self._limited(own)
+
+    @contextlib.asynccontextmanager
+    async def _limited(self, own: str | None) -> AsyncIterator[None]:
         with asking(own):
-            if self.limit is None:  # no place to take: not another context manager entered on every call
-                yield
-                return
             async with self._held():
                 yield
 
@@ -55,3 +58,16 @@ class Gate:
             yield
         finally:
             semaphore.release()
+
+
+class _Unlimited:
+    """`Gate.held` without a limit: only the deadline's naming (`asking`) around the call."""
+
+    def __init__(self, naming: asking) -> None:
+        self._naming = naming
+
+    async def __aenter__(self) -> None:
+        self._naming.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._naming.__exit__()

@@ -134,7 +134,8 @@ class ResilientClient:
             if self.cache is not None:
                 self.cache.put(self.spec, request, response)
             return response
-        response = response.model_copy(update={"cost_usd": pricing.cost(self.spec, response.usage)})
+        # the provider's answer, made for this call: priced in place (a copy of it was made for every call)
+        response.cost_usd = pricing.cost(self.spec, response.usage)
         if not (response.usage.reported or response.fake or self._record is None):
             self._record("model_usage_missing", model=self.label, purpose=request.purpose)
         if self.cache is not None:  # what this run's server refused is no part of the answer a replay gets

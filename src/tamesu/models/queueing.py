@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -67,14 +67,18 @@ async def queued() -> AsyncIterator[None]:
                 each.scope.reschedule(deadline + waited)
 
 
-@contextlib.contextmanager
-def asking(what: str | None) -> Iterator[None]:
+class asking:  # a context manager named as the function it was: a class, as one is entered every model call
     """Around a call of tamesu's own model (`what` names it; None: a model target's, the agent itself): a deadline
     that passes while it is under way keeps its name."""
-    clocks = _CLOCKS.get() if what else ()
-    try:
-        yield
-    finally:
-        for each in clocks:
-            if each.scope.expired() and what not in each.cut:
-                each.cut.append(str(what))
+
+    def __init__(self, what: str | None) -> None:
+        self._what = what
+        self._clocks = _CLOCKS.get() if what else ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        for each in self._clocks:
+            if each.scope.expired() and self._what not in each.cut:
+                each.cut.append(str(self._what))

@@ -28,22 +28,25 @@ def _looks_like_marker(doc: Any) -> bool:
     return isinstance(doc, dict) and len(doc) == 1 and (REF in doc or VALUE in doc)
 
 
-def _at_least(doc: Any, chars: int) -> bool:
-    """Whether the strings and keys of `doc` add up to `chars` characters (stops counting once they do)."""
+def _measured(doc: Any, chars: int) -> tuple[bool, bool]:
+    """Whether the strings and keys of `doc` add up to `chars` characters (counting stops once they do), and
+    whether a dict in what was counted looks like a marker: one walk of the response a turn, not two."""
     pending = [doc]
     seen = 0
+    marked = False
     while pending and seen < chars:
         item = pending.pop()
         if isinstance(item, str):
             seen += len(item)
         elif isinstance(item, dict):
-            seen += sum(len(str(k)) for k in item)
+            marked = marked or (len(item) == 1 and (REF in item or VALUE in item))
+            seen += sum(map(len, map(str, item)))
             pending.extend(item.values())
         elif isinstance(item, list):
             pending.extend(item)
         else:
             seen += 4
-    return seen >= chars
+    return seen >= chars, marked
 
 
 def _shrink(doc: Any, text: str | None) -> object:
@@ -75,8 +78,9 @@ def shrink_agent(agent: dict[str, Any]) -> dict[str, object]:
     text = agent.get("text")
     big_text = text if isinstance(text, str) and len(text) >= MIN_CHARS else None
     response = agent.get("response")
-    big_response = response is not None and _at_least(response, MIN_CHARS)
-    if big_text is None and not big_response and not _mentions_markers(agent):
+    big_response, marked = _measured(response, MIN_CHARS) if response is not None else (False, False)
+    # a response under MIN_CHARS was walked whole: only the raw documents other than it are left to search
+    if big_text is None and not big_response and not marked and not _mentions_markers(agent, response_searched=True):
         return agent
     raw = agent.get("raw") or []
     return {**agent, "response": _shrink(response, big_text),
@@ -97,9 +101,11 @@ def expand_agent(agent: Any) -> object:
     return {**agent, "response": response, "raw": raw}
 
 
-def _mentions_markers(agent: dict[str, Any]) -> bool:
+def _mentions_markers(agent: dict[str, Any], response_searched: bool = False) -> bool:
+    """Whether a dict in the turn's response or raw documents looks like a marker (`response_searched`: the
+    response was already; it is not searched again, nor a raw document equal to it)."""
     response = agent.get("response")
-    pending = [response]
+    pending = [] if response_searched else [response]
     raw = agent.get("raw")
     if isinstance(raw, list):
         # a raw document equal to the response (a one-request turn's body is both) holds the same dicts: it is

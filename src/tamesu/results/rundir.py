@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import secrets as random
 import unicodedata
@@ -18,6 +19,7 @@ _NAME_BYTES = 200
 in a script of 3 bytes a letter (80 characters of Japanese were 240 bytes)."""
 
 
+@functools.lru_cache(maxsize=1024)  # a suite's name is made a folder's for every test of it
 def slug(text: str, limit: int = 80) -> str:
     # NFC: a name typed on macOS (decomposed é) and on Linux (composed) is one folder
     kept = [c if c in "_.-" or unicodedata.category(c)[0] in _KEPT_CATEGORIES else " "

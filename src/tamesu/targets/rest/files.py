@@ -37,6 +37,8 @@ def _read(files: list[FileRef], what: str) -> list[tuple[str, str, bytes | None,
 def attachments(turn: UserTurn, what: str) -> list[dict[str, object]]:
     """Every file the turn carries as `{name, media_type, data}` (the bytes, base64), or `{name, media_type,
     url}` for a file the agent fetches."""
+    if not turn.files and not turn.history:  # nearly every turn (`{{attachments}}` is made for each one)
+        return []
     return [{"name": name, "media_type": mime, "url": url} if content is None else
             {"name": name, "media_type": mime, "data": base64.b64encode(content).decode()}
             for name, mime, content, url in _read(_turn_files(turn), what)]
