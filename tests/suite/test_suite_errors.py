@@ -808,3 +808,17 @@ def test_an_empty_skill_is_a_problem_where_written(tmp_path: Path, tamesu) -> No
     assert result.stderr.splitlines() == [
         "suite.yaml:2:57: targets.a.skill: string should have at least 1 character, got ''",
         "1 problem found"], result.stderr
+
+
+def test_a_var_a_target_names_says_which_test_lacks_it(tmp_path: Path, tamesu) -> None:
+    # before: "no var 'order' in the test, its cases, ..." at the target's line, which many tests share: which
+    # one lacked it was left to guess
+    write(tmp_path, TARGET + "    request: { body: { message: '{{message}} {{vars.order}}' } }\n"
+          "tests:\n  - { name: has it, target: api, vars: { order: ORD-1 }, scenario: { script: [ { say: hi } ] } }\n"
+          "  - { name: lacks it, target: api, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "suite.yaml:5:33: targets.api.request.body.message: bad template {{vars.order}}: no var 'order' in test "
+        "'lacks it' (tests[1]), its cases, the suite or the project",
+        "1 problem found"], result.stderr

@@ -67,8 +67,10 @@ def check_templates(
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: a run has run.id and "
                                                 "run.number"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
+                    # a target's template is shared by its tests: the one that lacks the var is named
+                    who = "the test" if prefix[0] == "tests" else f"test {test.name!r} (tests[{test.index}])"
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
-                                                f"in the test, its cases, the suite or the project"))
+                                                f"in {who}, its cases, the suite or the project"))
                 elif m and (unset := _unset_in(test.vars[m.group(1)], secrets)):
                     # as if written here: the run put it in, and the turn "could not be written", the agent blamed
                     secret_problems.append(here.problem(loc, f"{unset} (in {{{{{expr}}}}})"))
