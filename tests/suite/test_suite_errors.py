@@ -785,6 +785,7 @@ targets:
   m: { type: mcp, url: "ftp://x/mcp", model: judge }
   n: { type: mcp, url: "localhost:8080/mcp", model: judge }
   ok: { type: mcp, url: "{{env.MCP_URL}}", model: judge }
+  up: { type: mcp, url: "HTTP://127.0.0.1:9/mcp", model: judge }
 tests:
   - { name: a, target: r, scenario: { script: [ { say: hi } ] } }
 """)
