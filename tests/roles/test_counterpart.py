@@ -352,3 +352,23 @@ tests:
     theirs = [e["data"] for e in run["events"] if e["name"] == "counterpart_tool_fuzzed"]
     assert theirs == [{"counterpart": "supplier", "tool": "billing", "mode": "error"}] * 2, theirs
     assert run["metrics"]["counterpart_tools_fuzzed"] == 2
+
+
+def test_a_counterpart_that_cannot_talk_is_refused_where_it_is_named(tmp_path: Path, tamesu: Any) -> None:
+    # before: validate said ok, and every run opened a browser for 4 s to fail, exit 3: "counterpart web: browser
+    # target web has no chat block: a conversational test needs one"
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  buyer: { type: rest, url: "http://127.0.0.1:9/chat" }
+  web: { type: browser, url: "http://127.0.0.1:9/" }
+tests:
+  - name: a page without its chat widget
+    target: buyer
+    counterpart: { target: web, opening: hi }
+""")
+    done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "suite.yaml:7:28: tests[0].counterpart.target: browser target web cannot play the user: a browser test "
+        "needs steps (goal, expect, action), or a chat block on its target to talk to the page's chat widget",
+        "1 problem found"], done.stderr

@@ -785,6 +785,7 @@ targets:
   m: { type: mcp, url: "ftp://x/mcp", model: judge }
   n: { type: mcp, url: "localhost:8080/mcp", model: judge }
   ok: { type: mcp, url: "{{env.MCP_URL}}", model: judge }
+  up: { type: mcp, url: "HTTP://127.0.0.1:9/mcp", model: judge }
 tests:
   - { name: a, target: r, scenario: { script: [ { say: hi } ] } }
 """)
@@ -808,3 +809,32 @@ def test_an_empty_skill_is_a_problem_where_written(tmp_path: Path, tamesu) -> No
     assert result.stderr.splitlines() == [
         "suite.yaml:2:57: targets.a.skill: string should have at least 1 character, got ''",
         "1 problem found"], result.stderr
+
+
+def test_a_var_a_target_names_says_which_test_lacks_it(tmp_path: Path, tamesu) -> None:
+    # before: "no var 'order' in the test, its cases, ..." at the target's line, which many tests share: which
+    # one lacked it was left to guess
+    write(tmp_path, TARGET + "    request: { body: { message: '{{message}} {{vars.order}}' } }\n"
+          "tests:\n  - { name: has it, target: api, vars: { order: ORD-1 }, scenario: { script: [ { say: hi } ] } }\n"
+          "  - { name: lacks it, target: api, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "suite.yaml:5:33: targets.api.request.body.message: bad template {{vars.order}}: no var 'order' in test "
+        "'lacks it' (tests[1]), its cases, the suite or the project",
+        "1 problem found"], result.stderr
+
+
+def test_a_capture_a_target_names_that_a_test_never_makes_is_a_warning(tmp_path: Path, tamesu) -> None:
+    # before: validate said ok, and every run of the test that captures no `order` was an infrastructure error
+    # (exit 3): "turn 1: the request could not be written: {{captured.order}} has no value". A warning, not a
+    # problem: a realtime target's tool_results may name a capture for a tool only the capturing tests call
+    write(tmp_path, TARGET + "    request: { body: { message: '{{message}}', order: '{{captured.order}}' } }\n"
+          "tests:\n  - { name: captures it, target: api, capture: [ { name: order, regex: 'ORD-\\d+' } ],\n"
+          "      scenario: { script: [ { say: hi } ] } }\n"
+          "  - { name: never does, target: api, scenario: { script: [ { say: hi } ] } }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "warning: suite.yaml:5:55: targets.api.request.body.order: {{captured.order}}: test 'never does' "
+        "(tests[1]) captures no 'order': every turn that renders this fails"], result.stderr

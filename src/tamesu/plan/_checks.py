@@ -124,12 +124,40 @@ def _check_counterpart(
     """The counterpart is a target of the suite, and it has something to start from."""
     counterpart = spec.counterpart
     assert counterpart is not None
+    where = (*loc, "counterpart", "target")
     if counterpart.target not in suite.spec.targets:
-        problems.append(doc.problem((*loc, "counterpart", "target"),
-                                    no_target(counterpart.target, list(suite.spec.targets))))
+        problems.append(doc.problem(where, no_target(counterpart.target, list(suite.spec.targets))))
+    elif (why := _cannot_talk(suite, counterpart.target, doc, where)) is not None:
+        problems.append(doc.problem(where, why))
     if counterpart.opening is None and not spec.scenario.goal:
         problems.append(doc.problem((*loc, "counterpart"), "the counterpart needs an opening, or scenario.goal "
                                     "to answer first"))
+
+
+def _cannot_talk(suite: LoadedSuite, name: str, doc: Document, where: tuple[object, ...]) -> str | None:
+    """Why target `name` cannot play the user, or None: a type that takes steps (a browser) says, asked as for a
+    test of no steps, whether this configuration can hold a conversation; only what it says of that counts."""
+    target = suite.targets.get(name)
+    if target is None or not targets.is_known(target.type):
+        return None
+    try:
+        cls = targets.target_class(target.type)
+    except plugins.PluginError:
+        return None  # said where the target's type is
+    if not cls.takes_steps:
+        return None
+    said: list[str] = []
+
+    def problem_at(at: tuple[object, ...], message: str, **keys: Any) -> Problem:
+        if at == where:
+            said.append(message)
+        return doc.problem(at, message, **keys)
+
+    context = StepContext(models={*suite.spec.models, *suite.project.spec.models}, problem_at=problem_at,
+                          from_validation=lambda *_: [], has_conversation=True, suite_dir=suite.dir,
+                          target_name=name)
+    cls.step_problems([], where, target, context)
+    return f"{target.type} target {name} cannot play the user: {said[0]}" if said else None
 
 
 _JUDGED = {"judge", "grounded"}

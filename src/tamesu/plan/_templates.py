@@ -67,14 +67,19 @@ def check_templates(
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: a run has run.id and "
                                                 "run.number"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
+                    who = "the test" if prefix[0] == "tests" else _shared_by(test)
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
-                                                f"in the test, its cases, the suite or the project"))
+                                                f"in {who}, its cases, the suite or the project"))
                 elif m and (unset := _unset_in(test.vars[m.group(1)], secrets)):
                     # as if written here: the run put it in, and the turn "could not be written", the agent blamed
                     secret_problems.append(here.problem(loc, f"{unset} (in {{{{{expr}}}}})"))
                 elif (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures and prefix[0] == "tests":
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
                                                 f"{m.group(1)!r}"))
+                elif m and m.group(1) not in captures:
+                    # a warning: a target's tool_results may name it for a tool only the capturing tests call
+                    warnings.append(here.problem(loc, f"{{{{{expr}}}}}: {_shared_by(test)} captures no "
+                                                f"{m.group(1)!r}: every turn that renders this fails"))
                 elif (m := _SESSION_REF.match(expr)) and prefix[0] == "targets" \
                         and (wrong := _session_problem(raw_target, m.group(1))):
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
@@ -89,6 +94,11 @@ def check_templates(
                                                 "assertion runs after they stop"))
 
 
+
+
+def _shared_by(test: PlannedTest) -> str:
+    """The test a target's template is checked for: every test of the target shares that line of the suite."""
+    return f"test {test.name!r} (tests[{test.index}])"
 
 
 def _unset_in(value: object, secrets: Secrets) -> str | None:

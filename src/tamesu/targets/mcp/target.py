@@ -111,7 +111,7 @@ class McpTargetSpec(ModelTargetSpec):
     @field_validator("url")
     @classmethod
     def _http(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("{{", "http://", "https://")):
+        if value is not None and not value.lower().startswith(("{{", "http://", "https://")):
             raise ValueError("an mcp url is http:// or https:// (the server's streamable HTTP endpoint)")
         return value
 
