@@ -152,11 +152,11 @@ def test_a_suites_own_budget_stops_that_suite_only(tmp_path: Path, tamesu: Any, 
     rows = {json.loads(x)["id"]: json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()}
     assert {test: row["status"] for test, row in rows.items()} == {
         "a_strict/t0": "error", "a_strict/t1": "skipped", "other/t0": "passed", "other/t1": "passed"}, rows
-    assert rows["a_strict/t1"]["skip_reason"] == "not run: suite a_strict's budget was exceeded"
+    assert rows["a_strict/t1"]["skip_reason"] == "not run: the budget of suite a_strict was exceeded"
     # the run says why it exits 4 (before: nothing on the console's summary, run.json `stopped` null, no
     # ::error of --report github: an exit 4 over "2 passed, 0 failed, 1 error, 1 skipped")
-    assert json.loads((run_dir / "run.json").read_text())["stopped"] == "suite a_strict's budget was exceeded"
-    assert "stopped early: suite a_strict's budget was exceeded" in result.stdout, result.stdout
+    assert json.loads((run_dir / "run.json").read_text())["stopped"] == "the budget of suite a_strict was exceeded"
+    assert "stopped early: the budget of suite a_strict was exceeded" in result.stdout, result.stdout
 
 
 def test_a_model_targets_turn_does_not_count_its_wait_for_max_concurrent(tmp_path: Path, tamesu: Any,

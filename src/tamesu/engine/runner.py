@@ -187,7 +187,7 @@ class Runner:
         if self.ledger.exceeded:
             self._stop = "the budget was exceeded"
         else:
-            self._suite_stops[test.suite.name] = f"suite {test.suite.name}'s budget was exceeded"
+            self._suite_stops[test.suite.name] = f"the budget of suite {test.suite.name} was exceeded"
 
     def _adaptive(self, test: PlannedTest, repeat: int) -> AdaptiveSpec | None:
         # `--repeat N` keeps its meaning, N runs of every test: adaptive repeats are the suite's own `repeat`
