@@ -777,6 +777,7 @@ def test_a_url_of_the_wrong_scheme_is_a_problem_at_the_url(tmp_path: Path, tames
     # before: an mcp url of another scheme (or none: `localhost:8080/mcp` reads as the scheme "localhost")
     # passed validate and every run was an infrastructure error, exit 3 ("UnsupportedProtocol: the URL's
     # scheme 'ftp' is not http(s)"); a rest or a2a url's problem pointed at the target's name, not at its url
+    # (a browser's: every run exit 3, the page could not be opened)
     write(tmp_path, """models:
   judge: { provider: fake, rules: [ { pass: true, reason: fine } ] }
 targets:
@@ -786,6 +787,10 @@ targets:
   n: { type: mcp, url: "localhost:8080/mcp", model: judge }
   ok: { type: mcp, url: "{{env.MCP_URL}}", model: judge }
   up: { type: mcp, url: "HTTP://127.0.0.1:9/mcp", model: judge }
+  w: { type: browser, url: "ftp://x/shop" }
+  wn: { type: browser, url: "localhost:8080/shop" }
+  wok: { type: browser, url: "{{env.SHOP}}/cart" }
+  wfile: { type: browser, url: "file:///srv/shop/index.html" }
 tests:
   - { name: a, target: r, scenario: { script: [ { say: hi } ] } }
 """)
@@ -796,7 +801,11 @@ tests:
         "suite.yaml:5:24: targets.a.url: url must start with http://, https://, grpc:// or grpcs://",
         "suite.yaml:6:24: targets.m.url: an mcp url is http:// or https:// (the server's streamable HTTP endpoint)",
         "suite.yaml:7:24: targets.n.url: an mcp url is http:// or https:// (the server's streamable HTTP endpoint)",
-        "4 problems found"], result.stderr
+        "suite.yaml:10:28: targets.w.url: a browser url is the page to open: http://, https:// or file:// (or "
+        "about:, data:)",
+        "suite.yaml:11:29: targets.wn.url: a browser url is the page to open: http://, https:// or file:// (or "
+        "about:, data:)",
+        "6 problems found"], result.stderr
 
 
 def test_an_empty_skill_is_a_problem_where_written(tmp_path: Path, tamesu) -> None:

@@ -75,6 +75,9 @@ class ChatSpec(Strict):
     up to `turn_timeout` until something is written and they are quiet for `done.quiet`."""
 
 
+_PAGE_SCHEMES = ("http://", "https://", "file://", "about:", "data:")
+
+
 class BrowserSpec(TargetSpec):
     url: str
     """The page the browser opens at the start of each run; templates allowed."""
@@ -121,6 +124,14 @@ class BrowserSpec(TargetSpec):
             raise ValueError(f"engine {engine!r} is not available: this version drives chromium only "
                              "(Debian's /usr/bin/chromium; firefox and webkit need a browser download)")
         return engine
+
+    @field_validator("url")
+    @classmethod
+    def _page(cls, url: str) -> str:
+        # a page the browser can open; the rest (ftp://, `localhost:8080` with no scheme) failed each run, exit 3
+        if "{{" not in url.split(":", 1)[0] and not url.lower().startswith(_PAGE_SCHEMES):
+            raise ValueError("a browser url is the page to open: http://, https:// or file:// (or about:, data:)")
+        return url
 
     @field_validator("allowed_domains")
     @classmethod
