@@ -301,7 +301,13 @@ def test_a_check_that_what_came_decides_is_graded_when_another_turns_trace_never
       - { name: a lookup, span: { name: 'execute_tool .*', count: { gte: 1 } } }
       - { name: turn 1 had one lookup, span: { name: 'execute_tool .*', count: { equals: 1 } }, on_turn: 1 }
       - { name: at most one lookup, span: { name: 'execute_tool .*', count: { lte: 1 } } }
+      - { name: told, judge: { rubric: the agent looked both orders up, trace: true } }
 """, traces="wait: 200ms")
+        # the judge is shown what came, and told what did not
+        with (tmp_path / "tamesu.yaml").open("a") as config:
+            config.write("models:\n  judge:\n    provider: fake\n    rules:\n      - { rubric: 'looked both', "
+                         "trace: \"(?s)turn 1:.*execute_tool lookup_order.*the agent's spans of turn 2 never "
+                         "came\", pass: true, reason: told }\n")
         result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     finally:
         agent.shutdown()
@@ -311,6 +317,7 @@ def test_a_check_that_what_came_decides_is_graded_when_another_turns_trace_never
     verdicts = {a["name"]: (a["passed"], a["reason"]) for a in detail["assertions"]}
     assert verdicts["looked it up"][0] and verdicts["looked it up"][1].endswith("(from the agent's spans)"), verdicts
     assert verdicts["a lookup"][0] and verdicts["turn 1 had one lookup"][0], verdicts
+    assert verdicts["told"] == (True, "told (fake judge)"), verdicts
     # the second turn's lost trace may hold a second lookup: "at most one" is not decided by what came
     assert verdicts["at most one lookup"] == (False, f"not decided: the agent's spans of turn 2 never came (no span "
                                               f"of trace {spans['not_found'][0]} reached the receiver within "
