@@ -227,6 +227,25 @@ def test_a_trace_id_the_suite_sends_with_every_turn_is_placed_on_turns_by_time(t
     assert [t["agent"]["measures"]["trace_spans"] for t in detail["turns"]] == [3, 2]
 
 
+def test_a_trace_id_sent_by_two_runs_is_said(tmp_path: Path, tamesu, serve, agents, receive) -> None:
+    # the suite's own traceparent is the same in every run: a span of it cannot say which run it is of (before:
+    # each went silently to the run that sent the id last)
+    _agent, url = start(serve, agents, receive)
+    fixed = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    project(tmp_path, receive, url, TWO_TURNS.replace("    target: shop\n", "    target: shop\n    repeat: 2\n"),
+            traces="wait: 200ms")
+    suite = (tmp_path / "suite.yaml").read_text()
+    (tmp_path / "suite.yaml").write_text(suite.replace("type: rest,",
+                                                      f"type: rest, headers: {{ traceparent: '{fixed}' }},"))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    warnings = json.loads((run_dir(tmp_path) / "run.json").read_text())["warnings"]
+    assert "traces: 1 trace id(s) were sent by more than one run (a traceparent the suite sets itself, the same in " \
+           "every run): their spans cannot be told apart and went to the run that sent the id last; leave " \
+           "traceparent to tamesu, which sends each turn its own: 4bf92f3577b34da6a3ce929d0e0e4736" \
+           in warnings, warnings
+
+
 def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, tamesu, receive) -> None:
     project(tmp_path, receive, f"http://127.0.0.1:{refused_port()}", TWO_TURNS, traces="wait: 30s")
     started = time.monotonic()

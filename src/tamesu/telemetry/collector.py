@@ -45,6 +45,8 @@ class Dropped:
     """Attribute values (and span names, status messages) cut to `spans.MAX_VALUE_CHARS`."""
     duplicate_spans: int = 0
     """Spans that came again (the same trace and span id), kept once."""
+    shared_ids: set[str] = field(default_factory=set)
+    """Trace ids sent by more than one run (a `traceparent` the suite sets itself, the same for every run)."""
 
     def words(self) -> list[str]:
         said = []
@@ -59,6 +61,11 @@ class Dropped:
                         "retry, or two exporters set up in the agent) and were kept once")
         if self.grpc_exports:
             said.append(f"traces: {self.grpc_exports} export(s) came over gRPC and were refused: {GRPC_REFUSED}")
+        if self.shared_ids:
+            said.append(f"traces: {len(self.shared_ids)} trace id(s) were sent by more than one run (a traceparent "
+                        "the suite sets itself, the same in every run): their spans cannot be told apart and went to "
+                        "the run that sent the id last; leave traceparent to tamesu, which sends each turn its "
+                        f"own: {', '.join(sorted(self.shared_ids)[:3])}")
         if self.other_spans:
             said.append(f"traces: {self.other_spans} span(s) of {self.other_traces} trace(s) no test sent "
                         "were dropped")
@@ -140,6 +147,8 @@ class RunSpans:
         known = self._collector._routes.get(trace_id)
         if turn is not None and known is not None and known[0] is self and known[1] == _CONVERSATION:
             return  # a turn that recorded the conversation's trace: its spans are placed by time
+        if known is not None and known[0] is not self:
+            self._collector.dropped.shared_ids.add(trace_id)
         now = time.time_ns()
         if turn is not None:
             self._turn_starts.append((now, turn))
