@@ -207,11 +207,15 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
                          f"a/order run 1 ({late})"], run_json["warnings"]
 
 
+@pytest.mark.parametrize("batch_delay_ms", [300, None])
 def test_a_trace_id_the_suite_sends_with_every_turn_is_placed_on_turns_by_time(tmp_path: Path, tamesu, serve,
-                                                                              agents, receive) -> None:
-    # the suite's own traceparent, one for every turn, and a batching exporter: every span came after the last
-    # turn was sent. Before, each was placed on the turn last sent with its id (all on turn 2)
-    _agent, url = start(serve, agents, receive, batch_delay_ms=300)
+                                                                              agents, receive,
+                                                                              batch_delay_ms: int | None) -> None:
+    # the suite's own traceparent, one for every turn. With a batching exporter every span came after the last
+    # turn was sent: before, each was placed on the turn last sent with its id (all on turn 2). Sent as each
+    # ends, a turn's spans came before its answer told tamesu which id it had sent: before, they were dropped as
+    # of no test's
+    _agent, url = start(serve, agents, receive, batch_delay_ms=batch_delay_ms)
     fixed = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     project(tmp_path, receive, url, TWO_TURNS, traces="wait: 2s")
     suite = (tmp_path / "suite.yaml").read_text()
@@ -225,6 +229,8 @@ def test_a_trace_id_the_suite_sends_with_every_turn_is_placed_on_turns_by_time(t
     assert by_turn[("invoke_agent shop", "Where is ORD-1001?")] == 1 and by_turn[("invoke_agent shop", "thanks")] == 2
     assert by_turn[("execute_tool lookup_order", None)] == 1
     assert [t["agent"]["measures"]["trace_spans"] for t in detail["turns"]] == [3, 2]
+    assert not [w for w in json.loads((run_dir(tmp_path) / "run.json").read_text())["warnings"]
+                if "no test sent" in w]
 
 
 def test_a_trace_id_sent_by_two_runs_is_said(tmp_path: Path, tamesu, serve, agents, receive) -> None:

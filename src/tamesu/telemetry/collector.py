@@ -20,6 +20,9 @@ _CONVERSATION = -1
 """The route of a conversation's trace (or of one id sent with several turns): its spans are placed on turns by
 their start time, read on tamesu's clock (`_clocks`)."""
 _OTHER_TRACES_REMEMBERED = 100_000
+_UNROUTED_KEPT = 10_000
+"""Spans of traces no run has named yet, held for a run that names their id once its turn is answered (an id the
+target learned while sending: the suite's own `traceparent`), the oldest traces let go first."""
 
 
 GRPC_REFUSED = ("this receiver speaks OTLP over HTTP (http/protobuf or http/json), not gRPC: set "
@@ -84,6 +87,8 @@ class SpanCollector:
     def __init__(self) -> None:
         self._routes: dict[str, tuple[RunSpans, int]] = {}
         self._other: set[str] = set()
+        self._unrouted: dict[str, list[Span]] = {}
+        self._unrouted_count = 0
         self.dropped = Dropped()
 
     def run(self, max_spans: int, label: str = "") -> RunSpans:
@@ -98,12 +103,32 @@ class SpanCollector:
                 if span.trace_id not in self._other and len(self._other) < _OTHER_TRACES_REMEMBERED:
                     self._other.add(span.trace_id)
                     self.dropped.other_traces += 1
+                self._hold(span)
             elif route[0].closed:
                 self.dropped.late_spans += 1
                 late = self.dropped.late_runs
                 late[route[0].label] = late.get(route[0].label, 0) + 1
             else:
                 route[0].add(span, None if route[1] == _CONVERSATION else route[1])
+
+
+    def _hold(self, span: Span) -> None:
+        self._unrouted.setdefault(span.trace_id, []).append(span)
+        self._unrouted_count += 1
+        while self._unrouted_count > _UNROUTED_KEPT:
+            oldest = next(iter(self._unrouted))
+            self._unrouted_count -= len(self._unrouted.pop(oldest))
+
+    def claim(self, trace_id: str) -> list[Span]:
+        """The spans of `trace_id` that came before any run named it, no longer counted as of no test's."""
+        held = self._unrouted.pop(trace_id, [])
+        if held:
+            self._unrouted_count -= len(held)
+            self.dropped.other_spans -= len(held)
+            if trace_id in self._other:
+                self._other.discard(trace_id)
+                self.dropped.other_traces -= 1
+        return held
 
 
 class RunSpans:
@@ -169,6 +194,9 @@ class RunSpans:
         elif turn is not None:
             self._own[trace_id] = turn
         self._collector._routes[trace_id] = (self, route)
+        # spans that came before the id was known here: a turn's answered before the target said what it sent
+        for span in self._collector.claim(trace_id):
+            self.add(span, None if route == _CONVERSATION else route)
 
     def fetched(self, spans: Iterable[Span], not_found: list[str]) -> None:
         """What the tracing backend had of this run's traces (`traces.query`), routed as received spans are."""
