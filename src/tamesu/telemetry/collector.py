@@ -198,6 +198,11 @@ class RunSpans:
         for span in self._collector.claim(trace_id):
             self.add(span, None if route == _CONVERSATION else route)
 
+    def began(self, turn: int, at_ns: int) -> None:
+        """`turn` began at `at_ns` (tamesu's clock) with nothing sent: it owns no trace, and is no bound on the
+        agent's clock; a conversation's spans from then on are its."""
+        self._turn_starts.append((at_ns, turn))
+
     def fetched(self, spans: Iterable[Span], not_found: list[str]) -> None:
         """What the tracing backend had of this run's traces (`traces.query`), routed as received spans are."""
         self._collector.take(spans)
@@ -252,3 +257,11 @@ class RunSpans:
                          not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3),
                          incomplete=[t for t in self.trace_ids
                                      if t in self._heard and t in self._parents and t not in self._entered])
+
+
+def heard_unasked(spans: RunSpans | None, turn: int, since_ns: int) -> None:
+    """A turn the agent took unasked (its greeting, more words a `wait_for` heard) began when tamesu started
+    listening for it (`since_ns`, tamesu's clock): a conversation's spans from then are its, not the turn
+    before's."""
+    if spans is not None:
+        spans.began(turn, since_ns)
