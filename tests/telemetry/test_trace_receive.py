@@ -375,7 +375,14 @@ def test_a_trace_that_came_without_its_root_is_said_beside_a_failure(tmp_path: P
     assert:
       - { name: refunded, tool_called: issue_refund }
       - { name: looked it up, tool_called: lookup_order }
+      - { name: told, judge: { rubric: the agent refunded the order, trace: true } }
 """, traces="wait: 200ms")
+        # the judge is told too
+        with (tmp_path / "tamesu.yaml").open("a") as config:
+            config.write("models:\n  judge:\n    provider: fake\n    rules:\n      - { rubric: 'refunded', "
+                         "trace: \"(?s)execute_tool lookup_order.*\\\\(the trace of turns 1, 2 came without the "
+                         "agent's span under tamesu's within traces.wait \\\\(0.2s\\\\)\", pass: true, "
+                         "reason: told }\n")
         result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     finally:
         agent.shutdown()
@@ -388,6 +395,7 @@ def test_a_trace_that_came_without_its_root_is_said_beside_a_failure(tmp_path: P
     assert detail["metrics"]["trace_incomplete"] == 2
     reasons = {a["name"]: (a["passed"], a["reason"]) for a in detail["assertions"]}
     assert reasons["looked it up"][0], reasons
+    assert reasons["told"] == (True, "told (fake judge)"), reasons
     assert reasons["refunded"] == (False, "expected a call to issue_refund; tools called: lookup_order (from the "
                                           "agent's spans) (the trace of turns 1, 2 came without the agent's span "
                                           "under tamesu's within traces.wait (0.2s): more of it may have come too "
