@@ -4,6 +4,7 @@ their model and tool calls. Their answers are text only: the tool calls are only
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -215,9 +216,12 @@ class TracedRealtimeAgent:
     `response.metadata.traceparent` it carries, as an agent reading the metadata would."""
 
     def __init__(self, endpoint: str, encoding: str = "protobuf", skew_s: float = 0.0,
-                 conversation_turns: bool = False) -> None:
+                 conversation_turns: bool = False, then_says: str | None = None) -> None:
         """`skew_s`: its clock that far off tamesu's. `conversation_turns`: each turn also has a `voice turn`
-        span on the conversation's trace (under the connection's span), as a voice agent traces its turns."""
+        span on the conversation's trace (under the connection's span), as a voice agent traces its turns.
+        `then_says`: 0.3 s after answering a message with "thanks" in it, it says this unasked (its `voice turn`
+        span, on the conversation's trace, too)."""
+        self.then_says = then_says
         self.provider, _processor = provider(endpoint, encoding, service="traced-voice-agent", skew_s=skew_s)
         self.tracer = self.provider.get_tracer("traced-voice-agent")
         self.conversation_turns = conversation_turns
@@ -252,6 +256,18 @@ class TracedRealtimeAgent:
                                                "delta": reply})
                     await websocket.send_json({"type": "response.done",
                                                "response": {**response, "status": "completed"}})
+                    if self.then_says is not None and "thanks" in said:
+                        await asyncio.sleep(0.3)
+                        with self.tracer.start_as_current_span("voice turn", context=session,
+                                                               attributes={"app.said": self.then_says}):
+                            pass
+                        unasked = {"id": f"resp_{id(self)}_unasked", "metadata": {}}
+                        await websocket.send_json({"type": "response.created",
+                                                   "response": {**unasked, "status": "in_progress"}})
+                        await websocket.send_json({"type": "response.output_text.delta",
+                                                   "response_id": unasked["id"], "delta": self.then_says})
+                        await websocket.send_json({"type": "response.done",
+                                                   "response": {**unasked, "status": "completed"}})
         except WebSocketDisconnect:
             return
 

@@ -207,11 +207,15 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
                          f"a/order run 1 ({late})"], run_json["warnings"]
 
 
+@pytest.mark.parametrize("batch_delay_ms", [300, None])
 def test_a_trace_id_the_suite_sends_with_every_turn_is_placed_on_turns_by_time(tmp_path: Path, tamesu, serve,
-                                                                              agents, receive) -> None:
-    # the suite's own traceparent, one for every turn, and a batching exporter: every span came after the last
-    # turn was sent. Before, each was placed on the turn last sent with its id (all on turn 2)
-    _agent, url = start(serve, agents, receive, batch_delay_ms=300)
+                                                                              agents, receive,
+                                                                              batch_delay_ms: int | None) -> None:
+    # the suite's own traceparent, one for every turn. With a batching exporter every span came after the last
+    # turn was sent: before, each was placed on the turn last sent with its id (all on turn 2). Sent as each
+    # ends, a turn's spans came before its answer told tamesu which id it had sent: before, they were dropped as
+    # of no test's
+    _agent, url = start(serve, agents, receive, batch_delay_ms=batch_delay_ms)
     fixed = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     project(tmp_path, receive, url, TWO_TURNS, traces="wait: 2s")
     suite = (tmp_path / "suite.yaml").read_text()
@@ -225,6 +229,27 @@ def test_a_trace_id_the_suite_sends_with_every_turn_is_placed_on_turns_by_time(t
     assert by_turn[("invoke_agent shop", "Where is ORD-1001?")] == 1 and by_turn[("invoke_agent shop", "thanks")] == 2
     assert by_turn[("execute_tool lookup_order", None)] == 1
     assert [t["agent"]["measures"]["trace_spans"] for t in detail["turns"]] == [3, 2]
+    assert not [w for w in json.loads((run_dir(tmp_path) / "run.json").read_text())["warnings"]
+                if "no test sent" in w]
+
+
+def test_a_trace_id_sent_by_two_runs_is_said(tmp_path: Path, tamesu, serve, agents, receive) -> None:
+    # the suite's own traceparent is the same in every run: a span of it cannot say which run it is of (before:
+    # each went silently to the run that sent the id last)
+    _agent, url = start(serve, agents, receive)
+    fixed = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    project(tmp_path, receive, url, TWO_TURNS.replace("    target: shop\n", "    target: shop\n    repeat: 2\n"),
+            traces="wait: 200ms")
+    suite = (tmp_path / "suite.yaml").read_text()
+    (tmp_path / "suite.yaml").write_text(suite.replace("type: rest,",
+                                                      f"type: rest, headers: {{ traceparent: '{fixed}' }},"))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    warnings = json.loads((run_dir(tmp_path) / "run.json").read_text())["warnings"]
+    assert "traces: 1 trace id(s) were sent by more than one run (a traceparent the suite sets itself, the same in " \
+           "every run): their spans cannot be told apart and went to the run that sent the id last; leave " \
+           "traceparent to tamesu, which sends each turn its own: 4bf92f3577b34da6a3ce929d0e0e4736" \
+           in warnings, warnings
 
 
 def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, tamesu, receive) -> None:
@@ -301,7 +326,13 @@ def test_a_check_that_what_came_decides_is_graded_when_another_turns_trace_never
       - { name: a lookup, span: { name: 'execute_tool .*', count: { gte: 1 } } }
       - { name: turn 1 had one lookup, span: { name: 'execute_tool .*', count: { equals: 1 } }, on_turn: 1 }
       - { name: at most one lookup, span: { name: 'execute_tool .*', count: { lte: 1 } } }
+      - { name: told, judge: { rubric: the agent looked both orders up, trace: true } }
 """, traces="wait: 200ms")
+        # the judge is shown what came, and told what did not
+        with (tmp_path / "tamesu.yaml").open("a") as config:
+            config.write("models:\n  judge:\n    provider: fake\n    rules:\n      - { rubric: 'looked both', "
+                         "trace: \"(?s)turn 1:.*execute_tool lookup_order.*the agent's spans of turn 2 never "
+                         "came\", pass: true, reason: told }\n")
         result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     finally:
         agent.shutdown()
@@ -311,6 +342,7 @@ def test_a_check_that_what_came_decides_is_graded_when_another_turns_trace_never
     verdicts = {a["name"]: (a["passed"], a["reason"]) for a in detail["assertions"]}
     assert verdicts["looked it up"][0] and verdicts["looked it up"][1].endswith("(from the agent's spans)"), verdicts
     assert verdicts["a lookup"][0] and verdicts["turn 1 had one lookup"][0], verdicts
+    assert verdicts["told"] == (True, "told (fake judge)"), verdicts
     # the second turn's lost trace may hold a second lookup: "at most one" is not decided by what came
     assert verdicts["at most one lookup"] == (False, f"not decided: the agent's spans of turn 2 never came (no span "
                                               f"of trace {spans['not_found'][0]} reached the receiver within "
@@ -343,7 +375,14 @@ def test_a_trace_that_came_without_its_root_is_said_beside_a_failure(tmp_path: P
     assert:
       - { name: refunded, tool_called: issue_refund }
       - { name: looked it up, tool_called: lookup_order }
+      - { name: told, judge: { rubric: the agent refunded the order, trace: true } }
 """, traces="wait: 200ms")
+        # the judge is told too
+        with (tmp_path / "tamesu.yaml").open("a") as config:
+            config.write("models:\n  judge:\n    provider: fake\n    rules:\n      - { rubric: 'refunded', "
+                         "trace: \"(?s)execute_tool lookup_order.*\\\\(the trace of turns 1, 2 came without the "
+                         "agent's span under tamesu's within traces.wait \\\\(0.2s\\\\)\", pass: true, "
+                         "reason: told }\n")
         result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     finally:
         agent.shutdown()
@@ -356,6 +395,7 @@ def test_a_trace_that_came_without_its_root_is_said_beside_a_failure(tmp_path: P
     assert detail["metrics"]["trace_incomplete"] == 2
     reasons = {a["name"]: (a["passed"], a["reason"]) for a in detail["assertions"]}
     assert reasons["looked it up"][0], reasons
+    assert reasons["told"] == (True, "told (fake judge)"), reasons
     assert reasons["refunded"] == (False, "expected a call to issue_refund; tools called: lookup_order (from the "
                                           "agent's spans) (the trace of turns 1, 2 came without the agent's span "
                                           "under tamesu's within traces.wait (0.2s): more of it may have come too "

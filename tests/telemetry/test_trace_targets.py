@@ -121,6 +121,37 @@ def test_a_conversations_spans_are_placed_on_their_turns_whatever_the_agents_clo
         assert 0 <= first - spans["turn_started_unix_nano"][str(turn)] < 1e9, turn
 
 
+def test_what_the_agent_says_unasked_has_its_spans_on_its_own_turn(tmp_path: Path, tamesu, serve) -> None:
+    # a `wait_for` hears the agent speak unasked: a turn with no user turn. Before, its `voice turn` span (on the
+    # conversation's trace) was the turn before's, in that turn's waterfall and span metrics
+    receive = f"127.0.0.1:{free_port()}"
+    agent = TracedRealtimeAgent(f"http://{receive}", conversation_turns=True, then_says="Anything else?")
+    try:
+        base = "ws" + serve(agent.app()).url.removeprefix("http")
+        (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', "
+                                              "wait: 300ms }\n")
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  agent: {{ type: realtime, url: '{base}/realtime' }}
+tests:
+  - name: order
+    target: agent
+    scenario:
+      script: [ {{ say: 'Where is ORD-1001?' }}, {{ say: 'thanks' }}, {{ wait_for: 'Anything else', timeout: 5s }} ]
+""")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert result.returncode == 0, result.stdout + result.stderr
+    folder = next((tmp_path / "out").iterdir()) / "suite" / "order" / "run-1"
+    detail = json.loads((folder / "result.json").read_text())
+    spans = json.loads((folder / "spans.json").read_text())
+    assert [(t["user"] is None, t["agent"]["text"]) for t in detail["turns"]][2] == (True, "Anything else?")
+    voice = [(s["attributes"]["app.said"], s["turn"]) for s in spans["spans"] if s["name"] == "voice turn"]
+    assert voice == [("Where is ORD-1001?", 1), ("thanks", 2), ("Anything else?", 3)]
+    assert [t["agent"]["measures"]["trace_spans"] for t in detail["turns"]] == [4, 3, 1]
+
+
 @IN_PROCESS_A2A_SERVER  # the traced agent serves A2A in this process: a2a-sdk's server side
 def test_an_a2a_agents_spans_by_turn(tmp_path: Path, tamesu, serve) -> None:
     receive = f"127.0.0.1:{free_port()}"

@@ -43,7 +43,7 @@ from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.bounds import bound_turn, checked_turn
 from tamesu.targets.handoff_signal import signalled
 from tamesu.telemetry import otel
-from tamesu.telemetry.collector import RunSpans
+from tamesu.telemetry.collector import RunSpans, heard_unasked
 from tamesu.telemetry.spans import SpansFile
 from tamesu.telemetry.traceparent import TraceContext
 
@@ -338,7 +338,7 @@ async def _talk(
         with agents_side(session):
             await target.open(session)
             try:
-                first = await target.greeting()
+                greeted_from, first = time.time_ns(), await target.greeting()
             except TurnError as exc:
                 session.event("turn_failed", turn=1, reason=str(exc))
                 where = "turn 1 (the agent's greeting)" if target.greets_first() else "before the first turn"
@@ -350,6 +350,7 @@ async def _talk(
             first.spoken = spoken
             first.trace_id = first.trace_id or target.turn_trace_id(session)
             exchanges.append(Exchange(1, None, first))
+            heard_unasked(spans, 1, greeted_from)
             await capture_from(first, test.spec.capture, captured, session, extractor)
             if first.ended:
                 return "agent_ended", None, target.metrics()
@@ -375,7 +376,7 @@ async def _talk(
                 session.event("user_side", **action.note)
             if action.listen is not None:
                 if (end := await _hear_more(test, target, session, action.listen, exchanges, captured, spoken,
-                                            extractor)) is not None:
+                                            extractor, spans)) is not None:
                     return end
                 continue
             turns_left -= 1
@@ -442,14 +443,14 @@ def _simulator_attempts(user: ModelSimulator, session: Session, gave_up: bool = 
 
 async def _hear_more(
     test: PlannedTest, target: Target[TargetSpec], session: Session, timeout: float, exchanges: list[Exchange],
-    captured: dict[str, object], spoken: bool, extractor: Extractor | None,
+    captured: dict[str, object], spoken: bool, extractor: Extractor | None, spans: RunSpans | None = None,
 ) -> tuple[object, str | None, dict[str, float]] | None:
     """The agent's next utterance, unprompted (a `wait_for` still listening), as a turn without a user turn;
     the conversation's end when it failed or the agent ended it, else None. Listening takes no turn of
     `max_turns`: the wait's `timeout` bounds it."""
     index = len(exchanges) + 1
     try:
-        more = await target.listen(timeout)
+        since, more = time.time_ns(), await target.listen(timeout)
     except TurnError as exc:
         session.event("turn_failed", turn=index, reason=str(exc))
         return "turn_failed", f"turn {index} (listening): {exc}", target.metrics()
@@ -460,6 +461,7 @@ async def _hear_more(
     more.trace_id = more.trace_id or target.turn_trace_id(session)
     more = bound_turn(signalled(target, more, session), target.spec.max_response_bytes, session, index)
     exchanges.append(Exchange(index, None, more))
+    heard_unasked(spans, index, since)
     await capture_from(more, test.spec.capture, captured, session, extractor)
     if more.handoff is not None:
         return "handoff", None, target.metrics()

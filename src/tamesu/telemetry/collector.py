@@ -20,6 +20,9 @@ _CONVERSATION = -1
 """The route of a conversation's trace (or of one id sent with several turns): its spans are placed on turns by
 their start time, read on tamesu's clock (`_clocks`)."""
 _OTHER_TRACES_REMEMBERED = 100_000
+_UNROUTED_KEPT = 10_000
+"""Spans of traces no run has named yet, held for a run that names their id once its turn is answered (an id the
+target learned while sending: the suite's own `traceparent`), the oldest traces let go first."""
 
 
 GRPC_REFUSED = ("this receiver speaks OTLP over HTTP (http/protobuf or http/json), not gRPC: set "
@@ -45,6 +48,8 @@ class Dropped:
     """Attribute values (and span names, status messages) cut to `spans.MAX_VALUE_CHARS`."""
     duplicate_spans: int = 0
     """Spans that came again (the same trace and span id), kept once."""
+    shared_ids: set[str] = field(default_factory=set)
+    """Trace ids sent by more than one run (a `traceparent` the suite sets itself, the same for every run)."""
 
     def words(self) -> list[str]:
         said = []
@@ -59,6 +64,11 @@ class Dropped:
                         "retry, or two exporters set up in the agent) and were kept once")
         if self.grpc_exports:
             said.append(f"traces: {self.grpc_exports} export(s) came over gRPC and were refused: {GRPC_REFUSED}")
+        if self.shared_ids:
+            said.append(f"traces: {len(self.shared_ids)} trace id(s) were sent by more than one run (a traceparent "
+                        "the suite sets itself, the same in every run): their spans cannot be told apart and went to "
+                        "the run that sent the id last; leave traceparent to tamesu, which sends each turn its "
+                        f"own: {', '.join(sorted(self.shared_ids)[:3])}")
         if self.other_spans:
             said.append(f"traces: {self.other_spans} span(s) of {self.other_traces} trace(s) no test sent "
                         "were dropped")
@@ -77,6 +87,8 @@ class SpanCollector:
     def __init__(self) -> None:
         self._routes: dict[str, tuple[RunSpans, int]] = {}
         self._other: set[str] = set()
+        self._unrouted: dict[str, list[Span]] = {}
+        self._unrouted_count = 0
         self.dropped = Dropped()
 
     def run(self, max_spans: int, label: str = "") -> RunSpans:
@@ -91,12 +103,32 @@ class SpanCollector:
                 if span.trace_id not in self._other and len(self._other) < _OTHER_TRACES_REMEMBERED:
                     self._other.add(span.trace_id)
                     self.dropped.other_traces += 1
+                self._hold(span)
             elif route[0].closed:
                 self.dropped.late_spans += 1
                 late = self.dropped.late_runs
                 late[route[0].label] = late.get(route[0].label, 0) + 1
             else:
                 route[0].add(span, None if route[1] == _CONVERSATION else route[1])
+
+
+    def _hold(self, span: Span) -> None:
+        self._unrouted.setdefault(span.trace_id, []).append(span)
+        self._unrouted_count += 1
+        while self._unrouted_count > _UNROUTED_KEPT:
+            oldest = next(iter(self._unrouted))
+            self._unrouted_count -= len(self._unrouted.pop(oldest))
+
+    def claim(self, trace_id: str) -> list[Span]:
+        """The spans of `trace_id` that came before any run named it, no longer counted as of no test's."""
+        held = self._unrouted.pop(trace_id, [])
+        if held:
+            self._unrouted_count -= len(held)
+            self.dropped.other_spans -= len(held)
+            if trace_id in self._other:
+                self._other.discard(trace_id)
+                self.dropped.other_traces -= 1
+        return held
 
 
 class RunSpans:
@@ -140,6 +172,8 @@ class RunSpans:
         known = self._collector._routes.get(trace_id)
         if turn is not None and known is not None and known[0] is self and known[1] == _CONVERSATION:
             return  # a turn that recorded the conversation's trace: its spans are placed by time
+        if known is not None and known[0] is not self:
+            self._collector.dropped.shared_ids.add(trace_id)
         now = time.time_ns()
         if turn is not None:
             self._turn_starts.append((now, turn))
@@ -160,6 +194,14 @@ class RunSpans:
         elif turn is not None:
             self._own[trace_id] = turn
         self._collector._routes[trace_id] = (self, route)
+        # spans that came before the id was known here: a turn's answered before the target said what it sent
+        for span in self._collector.claim(trace_id):
+            self.add(span, None if route == _CONVERSATION else route)
+
+    def began(self, turn: int, at_ns: int) -> None:
+        """`turn` began at `at_ns` (tamesu's clock) with nothing sent: it owns no trace, and is no bound on the
+        agent's clock; a conversation's spans from then on are its."""
+        self._turn_starts.append((at_ns, turn))
 
     def fetched(self, spans: Iterable[Span], not_found: list[str]) -> None:
         """What the tracing backend had of this run's traces (`traces.query`), routed as received spans are."""
@@ -215,3 +257,11 @@ class RunSpans:
                          not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3),
                          incomplete=[t for t in self.trace_ids
                                      if t in self._heard and t in self._parents and t not in self._entered])
+
+
+def heard_unasked(spans: RunSpans | None, turn: int, since_ns: int) -> None:
+    """A turn the agent took unasked (its greeting, more words a `wait_for` heard) began when tamesu started
+    listening for it (`since_ns`, tamesu's clock): a conversation's spans from then are its, not the turn
+    before's."""
+    if spans is not None:
+        spans.began(turn, since_ns)
