@@ -16,8 +16,8 @@ def design_classes(result: RunResult, simulator_error: str | None, dynamic: bool
         reason = f"simulator error: {simulator_error}"
         if dynamic:  # failed, as the design has it; still not the agent's fault but its helper's (the project's
             # own script's bug stays the suite's)
-            fault = "suite" if result.fault == "suite" else "environment"
-            result.status, result.error, result.fault, result.fault_reason = "failed", reason, fault, reason
+            result.status, result.error, result.fault_reason = "failed", reason, reason
+            result.fault = "suite" if result.fault == "suite" else "environment"
         else:
             result.status, result.skip_reason, result.error = "skipped", reason, None
             result.fault = result.fault_reason = None
