@@ -1,17 +1,20 @@
 """gRPC channels as every target that dials one makes them (the grpc target, a2a over gRPC): the url read
 (`grpc://` plaintext, `grpcs://` TLS), the channel's trust (`tamesu.net.tls`: the platform's store, `ca_file`, a
-client certificate), a channel made ready within a bound, and what `tamesu doctor` says of a gRPC agent."""
+client certificate; `tls.verify: false` through `unverified_grpc`'s relay), a channel made ready within a bound,
+and what `tamesu doctor` says of a gRPC agent."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import grpc
 
-from tamesu.net.proxies import grpc_direct_options
+from tamesu.net.proxies import grpc_direct_options, proxy_for
 from tamesu.net.tls import TlsError, TlsSpec, readable, trusted_pem
+from tamesu.net.unverified_grpc import UncheckedRelay, unchecked_context
 
 _READY = grpc.ChannelConnectivity.READY
 _FAILED = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN)
@@ -56,6 +59,34 @@ def credentials(spec: TlsSpec | None) -> grpc.ChannelCredentials:
         key = Path(readable(spec.key_file, "key_file")).read_bytes()
     return grpc.ssl_channel_credentials(root_certificates=trusted_pem(spec.ca_file), private_key=key,
                                         certificate_chain=chain)
+
+
+Option = tuple[str, str | int]
+
+
+def grpc_channel(target: str, tls: bool, spec: TlsSpec | None, *, timeout: float,
+                 options: Sequence[Option] = ()) -> tuple[grpc.aio.Channel, UncheckedRelay | None]:
+    """A channel to `host:port` as every target dials one (in a running loop), with `options` besides: plaintext,
+    or TLS trusting what `credentials` trusts (`server_name`: the name the certificate must carry), the
+    environment's proxy kept off where `grpc_direct_options` says; for `tls.verify: false`, plaintext to an
+    `UncheckedRelay` (its connections to the agent bounded by `timeout`), which the caller closes after the
+    channel. Unreadable files, or a proxy the environment names for a host the relay would reach directly:
+    TlsError."""
+    if tls and spec is not None and not spec.verify:
+        host = target.rpartition(":")[0].strip("[]")
+        if proxy_for("https", host) is not None:
+            raise TlsError(f"tls.verify: false over gRPC connects to {target} directly, and the environment names a "
+                           "proxy for it: give the agent's CA as tls.ca_file instead, or add the host to NO_PROXY")
+        relay = UncheckedRelay(target, unchecked_context(spec), spec.server_name, timeout)
+        # the agent sees the authority it was dialled by, and the relay on loopback is never proxied
+        relayed = [*options, ("grpc.default_authority", target), ("grpc.enable_http_proxy", 0)]
+        return grpc.aio.insecure_channel(relay.address, options=relayed), relay
+    direct = [*options, *grpc_direct_options(target)]
+    if not tls:
+        return grpc.aio.insecure_channel(target, options=direct), None
+    if spec is not None and spec.server_name:
+        direct.append(("grpc.ssl_target_name_override", spec.server_name))
+    return grpc.aio.secure_channel(target, credentials(spec), options=direct), None
 
 
 def open_channel(url: str, tls_spec: TlsSpec | None = None) -> grpc.aio.Channel:
@@ -113,23 +144,21 @@ _HEALTH = ("UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN")
 
 async def probe(url: str, tls_spec: TlsSpec | None, timeout: float = 2.0) -> tuple[bool, str]:
     """What `tamesu doctor` says of a gRPC agent (the grpc target, a2a over gRPC): a channel made ready within
-    `timeout` (TCP, TLS for grpcs://, the HTTP/2 handshake: a port that answers HTTP/1 only is no gRPC server),
+    `timeout` (TCP, TLS for grpcs:// (through the relay a run takes for `tls.verify: false`), the HTTP/2
+    handshake: a port that answers HTTP/1 only is no gRPC server),
     then the standard health service (grpc.health.v1 `Check`, the whole server) when the agent offers it.
     (fine, the line). The messages are read as bytes: an empty request, a status in field 1."""
     target, tls = dial_target(url)
-    options: list[tuple[str, str | int]] = [*grpc_direct_options(target)]
     try:
-        secure = credentials(tls_spec) if tls else None
+        channel, relay = grpc_channel(target, tls, tls_spec, timeout=timeout)
     except TlsError as exc:
         return False, str(exc)
-    if secure is not None and tls_spec is not None and tls_spec.server_name:
-        options.append(("grpc.ssl_target_name_override", tls_spec.server_name))
-    channel = (grpc.aio.secure_channel(target, secure, options=options) if secure is not None
-               else grpc.aio.insecure_channel(target, options=options))
-    layers = "TCP, TLS, HTTP/2" if tls else "TCP, HTTP/2"
+    layers = ("TCP, HTTP/2" if not tls else "TCP, TLS, HTTP/2" if relay is None
+              else "TCP, TLS with the certificate not checked, HTTP/2")
     try:
         if reason := await ready(channel, timeout):
-            return False, f"no gRPC channel ({layers}): {reason}"
+            why = relay.failure if relay is not None and relay.failure else reason  # what the relay met is why
+            return False, f"no gRPC channel ({layers}): {why}"
         try:
             answer = await channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=timeout)
         except grpc.aio.AioRpcError as exc:
@@ -142,3 +171,5 @@ async def probe(url: str, tls_spec: TlsSpec | None, timeout: float = 2.0) -> tup
         return status == "SERVING", f"gRPC channel ready ({layers}); health (grpc.health.v1): {status}"
     finally:
         await channel.close()
+        if relay is not None:
+            await relay.close()

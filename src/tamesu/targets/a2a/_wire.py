@@ -21,15 +21,14 @@ from tamesu.errors import InfraError
 from tamesu.net.aio import aio_transport
 from tamesu.net.bounded import bounded_transport
 from tamesu.net.clients import NO_BASE_URL, NO_PARAMS, AsyncClient
-from tamesu.net.grpc_channels import credentials
-from tamesu.net.proxies import grpc_direct_options, proxy_for
+from tamesu.net.grpc_channels import grpc_channel
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport, said_as_events
 from tamesu.net.tls import TlsError, TlsSpec
+from tamesu.net.unverified_grpc import UncheckedRelay
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import speaks_http1, unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
 from tamesu.targets.a2a._transport import Choice, grpc_target
-from tamesu.targets.a2a._unverified import UncheckedRelay, unchecked_context
 from tamesu.targets.bounds import DEFAULT_MAX_RESPONSE_BYTES
 
 T = TypeVar("T")
@@ -107,47 +106,19 @@ class Wire:
         return factory.create(spoken)
 
     def _channel(self, url: str) -> grpc.aio.Channel:
-        target, tls = grpc_target(url)
-        if tls and self._tls is not None and not self._tls.verify:
-            return self._unchecked_channel(target)
-        options: list[tuple[str, str | int]] = [("grpc.max_receive_message_length", self.max_response_bytes),
-                                                *grpc_direct_options(target)]
-        if tls and self._tls is not None and self._tls.server_name:
-            options.append(("grpc.ssl_target_name_override", self._tls.server_name))
         # a TLS channel trusts what every other route trusts, and the target's tls: block (its CA, client
-        # certificate, the name the certificate carries): it trusted the platform's store alone
-        channel = (grpc.aio.secure_channel(target, self._credentials(), options=options) if tls
-                   else grpc.aio.insecure_channel(target, options=options))
-        self._channels.append(channel)
-        return channel
-
-    def _unchecked_channel(self, target: str) -> grpc.aio.Channel:
-        """`tls.verify: false` (the card was read unchecked too, and its warning said so): grpc-python checks
-        every certificate, so the channel goes through a relay whose TLS checks none (it checked them, and an
-        agent the suite trusts could not be reached)."""
-        assert self._tls is not None
-        host = target.rpartition(":")[0].strip("[]")
-        if proxy_for("https", host) is not None:
-            raise InfraError(f"{self._what}: tls.verify: false over gRPC connects to {target} directly, and the "
-                             "environment names a proxy for it: give the agent's CA as tls.ca_file instead, or add "
-                             "the host to NO_PROXY")
+        # certificate, the name the certificate carries; verify: false through a relay, the card having been
+        # read unchecked too and its warning said): it trusted the platform's store alone
+        target, tls = grpc_target(url)
         try:
-            context = unchecked_context(self._tls)
-        except TlsError as exc:
-            raise InfraError(f"{self._what}: {exc}") from None
-        relay = UncheckedRelay(target, context, self._tls.server_name, self.connect_timeout)
-        self._relays.append(relay)
-        options: list[tuple[str, str | int]] = [("grpc.max_receive_message_length", self.max_response_bytes),
-                                                ("grpc.default_authority", target), ("grpc.enable_http_proxy", 0)]
-        channel = grpc.aio.insecure_channel(relay.address, options=options)
-        self._channels.append(channel)
-        return channel
-
-    def _credentials(self) -> grpc.ChannelCredentials:
-        try:
-            return credentials(self._tls)
+            channel, relay = grpc_channel(target, tls, self._tls, timeout=self.connect_timeout,
+                                          options=[("grpc.max_receive_message_length", self.max_response_bytes)])
         except TlsError as exc:  # a file of the tls: block that cannot be read: said with the target
             raise InfraError(f"{self._what}: {exc}") from None
+        self._channels.append(channel)
+        if relay is not None:
+            self._relays.append(relay)
+        return channel
 
     def context(self, choice: Choice, timeout: float | None = None) -> ClientCallContext:
         # HTTP requests carry the headers from the httpx client; gRPC needs them as metadata on each call.

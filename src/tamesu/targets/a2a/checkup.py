@@ -3,7 +3,7 @@ speak, checked as far as can be without sending a message.
 
 The target is opened as a run opens it (the card at the well-known places, or gRPC's card calls; the binding
 chosen from it), with short timeouts, one attempt per connection, and no push listener; nothing is sent to the
-agent but the card requests. A chosen gRPC binding is then probed as gRPC (`grpc_turn.wire.probe`): the card may
+agent but the card requests. A chosen gRPC binding is then probed as gRPC (`net.grpc_channels.probe`): the card may
 name another port than the one it came from. The line says what was checked and what was not.
 """
 
@@ -17,13 +17,11 @@ from pathlib import Path
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.net.grpc_channels import probe
-from tamesu.net.tls import TlsError, TlsSpec
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
 from tamesu.targets.a2a import A2ATarget
 from tamesu.targets.a2a._spec import A2ASpec
 from tamesu.targets.a2a._transport import BINDINGS, grpc_target
-from tamesu.targets.a2a._unverified import UncheckedRelay, unchecked_context
 
 CHECK_TIMEOUT = 5.0
 """Each card request's whole answer, and each connection, in `tamesu doctor` (a run gives turn_timeout)."""
@@ -64,27 +62,10 @@ async def check(spec: A2ASpec, name: str, context: Context, redactor: Redactor, 
              f"{transport.get('protocol_version')} at {transport.get('url')}"
     if choice is not None and choice.binding == "GRPC":
         host_port, tls = grpc_target(choice.url)
-        if tls and spec.tls is not None and not spec.tls.verify:
-            ready, how = await _probe_unchecked(host_port, spec.tls, timeout)
-        else:
-            ready, how = await probe(f"{'grpcs' if tls else 'grpc'}://{host_port}", spec.tls)
+        ready, how = await probe(f"{'grpcs' if tls else 'grpc'}://{host_port}", spec.tls)
         fine = fine if ready else None
         words += f": {how}"
     else:
         words += " (not called: doctor sends the agent no message)"
     return fine, redactor.text(words)
 
-
-async def _probe_unchecked(host_port: str, tls: TlsSpec, timeout: float) -> tuple[bool, str]:
-    """The probe through the relay a run's channel takes for `tls.verify: false` (`_unverified`): probing with
-    the certificate checked said "the connection failed" of an agent a run reaches."""
-    try:
-        relay = UncheckedRelay(host_port, unchecked_context(tls), tls.server_name, timeout)
-    except TlsError as exc:
-        return False, str(exc)
-    try:
-        ready, how = await probe(f"grpc://{relay.address}", None, timeout)
-    finally:
-        await relay.close()
-    how = how.replace("(TCP, HTTP/2)", "(TCP, TLS with the certificate not checked, HTTP/2)")
-    return ready, how if relay.failure is None else f"{how}: {relay.failure}"

@@ -3,7 +3,8 @@
 Keys: `url` (`grpc://host:port`, or `grpcs://host[:port]` for TLS), `headers` (sent as call metadata, keys
 lower-cased; templates such as `{{secrets.TOKEN}}` render once per run), `mode` (`stream`, the default: one
 `Converse` bidirectional stream per run, a user turn in, its events out; `unary`: one `SendTurn` call per user
-turn), `turn_timeout`, `connect`, `handoff`.
+turn), `turn_timeout`, `connect`, `handoff`, `tls` (a grpcs:// url's trust, `net.grpc_channels.grpc_channel`;
+`verify: false` through a relay on 127.0.0.1 that the target closes with its channel).
 
 A turn: the user turn goes out with the run's `session_id` and its number; the agent's events are read until
 the one that ends the turn. Text deltas join into the turn's text (`time_to_first_token_ms` is the arrival of
@@ -49,7 +50,7 @@ from tamesu._proto.turn.v1 import turn_pb2, turn_pb2_grpc
 from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.net.grpc_channels import PLAINTEXT_TLS, dial_target, tls_on_plaintext
-from tamesu.net.tls import TlsSpec
+from tamesu.net.unverified_grpc import UncheckedRelay
 from tamesu.plugins import register
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.grpc_turn.events import MAX_EVENTS, TurnEvents
@@ -74,14 +75,6 @@ class GrpcSpec(TargetSpec):
     @classmethod
     def _plaintext(cls, data: object) -> object:
         return tls_on_plaintext(data)
-
-    @field_validator("tls")
-    @classmethod
-    def _verified(cls, value: TlsSpec | None) -> TlsSpec | None:
-        if value is not None and not value.verify:
-            raise ValueError("verify: false is not possible over gRPC (grpc-python checks every certificate): give "
-                             "the agent's CA as tls.ca_file")
-        return value
 
     @field_validator("url")
     @classmethod
@@ -111,6 +104,8 @@ class GrpcTarget(Target[GrpcSpec]):
         self.spec: GrpcSpec = spec
         self.session_id = ""
         self._channel: grpc.aio.Channel | None = None
+        self._relay: UncheckedRelay | None = None
+        """`tls.verify: false`'s way to the agent (`net.unverified_grpc`), closed after the channel."""
         self._stub: turn_pb2_grpc.TurnServiceStub | None = None
         self._call: grpc.aio.StreamStreamCall | None = None
         self._metadata: tuple[tuple[str, str], ...] = ()
@@ -133,8 +128,8 @@ class GrpcTarget(Target[GrpcSpec]):
                              f"{PLAINTEXT_TLS}")
         self._metadata = metadata({name: context.render_text(value) for name, value in self.spec.headers.items()})
         self.session_id = uuid.uuid4().hex
-        self._channel = await dial(url, self.spec.connect, session, self._what, tls_spec=self.spec.tls,
-                                   max_receive=self.spec.max_response_bytes)
+        self._channel, self._relay = await dial(url, self.spec.connect, session, self._what, tls_spec=self.spec.tls,
+                                                max_receive=self.spec.max_response_bytes)
         self._stub = turn_pb2_grpc.TurnServiceStub(self._channel)  # type: ignore[no-untyped-call]  # generated stub, untyped
         if self.spec.mode == "stream":
             self._call = self._stub.Converse(metadata=self._metadata)
@@ -157,6 +152,9 @@ class GrpcTarget(Target[GrpcSpec]):
         if channel is not None:
             with contextlib.suppress(Exception):
                 await channel.close()
+        relay, self._relay = self._relay, None
+        if relay is not None:
+            await relay.close()
 
     def metrics(self) -> dict[str, float]:
         return {"grpc_events": float(self._events)}

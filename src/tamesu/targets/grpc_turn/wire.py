@@ -17,46 +17,50 @@ from google.protobuf.json_format import ParseDict
 from tamesu._proto.turn.v1 import turn_pb2
 from tamesu.conversation import Session, TurnError, UserTurn
 from tamesu.errors import InfraError
-from tamesu.net.grpc_channels import credentials, dial_target, ready
-from tamesu.net.proxies import grpc_direct_options
+from tamesu.net.grpc_channels import dial_target, grpc_channel, ready
 from tamesu.net.tls import TlsError, TlsSpec
+from tamesu.net.unverified_grpc import UncheckedRelay
 from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.suite.schema import ConnectSpec
 
 
-async def dial(url: str, connect: ConnectSpec, session: Session, what: str,
-               max_receive: int | None = None, tls_spec: TlsSpec | None = None) -> grpc.aio.Channel:
+async def dial(url: str, connect: ConnectSpec, session: Session, what: str, max_receive: int | None = None,
+               tls_spec: TlsSpec | None = None) -> tuple[grpc.aio.Channel, UncheckedRelay | None]:
     """A channel that is READY, or InfraError after `connect.attempts` tries `connect.backoff` apart, each
     waiting at most `connect.timeout` (a refused connection fails its try at once). Each try is a fresh
     channel, so gRPC's own reconnect backoff never stretches tamesu's. `max_receive`: the largest message
     the channel takes (a larger one ends the call RESOURCE_EXHAUSTED, see `too_large`); `tls_spec`: a grpcs://
-    channel's `tls:` block (`credentials`; `server_name`: the name its certificate must carry)."""
+    channel's `tls:` block (`grpc_channel`: its trust, `server_name`; `verify: false` through a relay on
+    127.0.0.1, returned beside the channel for the caller to close after it)."""
     target, tls = dial_target(url)
     shown = session.redactor.text(url)
     reason = ""
-    options: list[tuple[str, str | int]] = [*grpc_direct_options(target)]
-    if max_receive is not None:
-        options.append(("grpc.max_receive_message_length", max_receive))
-    try:
-        secure = credentials(tls_spec) if tls else None
-    except TlsError as exc:  # a file of the tls: block: said with the target it belongs to
-        raise TlsError(f"{what}: {exc}") from None
-    if secure is not None and tls_spec is not None and tls_spec.server_name:
-        options.append(("grpc.ssl_target_name_override", tls_spec.server_name))
+    options = [("grpc.max_receive_message_length", max_receive)] if max_receive is not None else []
     for attempt in range(1, connect.attempts + 1):
-        channel = (grpc.aio.secure_channel(target, secure, options=options) if secure is not None
-                   else grpc.aio.insecure_channel(target, options=options))
-        reason = await ready(channel, connect.timeout)
+        try:
+            channel, relay = grpc_channel(target, tls, tls_spec, timeout=connect.timeout, options=options)
+        except TlsError as exc:  # a file of the tls: block: said with the target it belongs to
+            raise TlsError(f"{what}: {exc}") from None
+        try:
+            reason = await ready(channel, connect.timeout)
+        except BaseException:  # cancelled while waiting (a test's timeout): the relay's listener ends here too
+            await channel.close()
+            if relay is not None:
+                await relay.close()
+            raise
         if not reason:
-            return channel
+            return channel, relay
         await channel.close()
+        if relay is not None:
+            await relay.close()
+            reason = relay.failure or reason  # what the relay met is why: gRPC saw its socket close
         if attempt < connect.attempts:
             session.event("connect_retry", attempt=attempt, reason=reason, url=shown)
             await asyncio.sleep(connect.backoff)
     # gRPC does not say why a TLS handshake failed: the line names what to check instead
     check = (" (if it serves TLS, check its CA (tls.ca_file or SSL_CERT_FILE), the name its certificate carries "
              "(tls.server_name) and a client certificate it may require (tls.cert_file, tls.key_file))"
-             if secure is not None and reason == "the connection failed" else "")
+             if tls and reason == "the connection failed" else "")
     raise InfraError(f"{what}: cannot reach the agent at {shown} after {connect.attempts} attempt(s): "
                      f"UNAVAILABLE ({reason}){check}")
 

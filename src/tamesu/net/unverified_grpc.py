@@ -1,7 +1,8 @@
-"""A gRPC channel's TLS with the certificate unchecked, as `tls.verify: false` asks: grpc-python checks every
-certificate it is given and has no switch to stop, so the channel speaks plaintext HTTP/2 to a relay on
-127.0.0.1 that carries each of its connections to the agent over TLS made by Python's `ssl`, which checks
-nothing (the name, the CA, the dates) and still presents the `tls:` block's client certificate."""
+"""A gRPC channel's TLS with the certificate unchecked, as `tls.verify: false` asks (the grpc target, a2a over
+gRPC, doctor's probe of either): grpc-python checks every certificate it is given and has no switch to stop, so
+the channel speaks plaintext HTTP/2 to a relay on 127.0.0.1 that carries each of its connections to the agent
+over TLS made by Python's `ssl`, which checks nothing (the name, the CA, the dates) and still presents the
+`tls:` block's client certificate."""
 
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ import socket
 import ssl
 
 from tamesu.net.clients import os_reason
-from tamesu.net.tls import TlsError, TlsSpec, readable
+from tamesu.net.tls import TlsError, TlsSpec, readable, ssl_context
 
 _CHUNK = 65536
 
 
 def unchecked_context(spec: TlsSpec) -> ssl.SSLContext:
     """TLS that checks nothing and offers HTTP/2 (gRPC servers refuse a connection that does not negotiate
-    `h2`); the block's client certificate, when it names one. Unreadable files: TlsError."""
+    `h2`); the block's client certificate, when it names one. Unreadable files: TlsError. The block's warning
+    is said as every route says it (`ssl_context`: once per block and process, whichever route came first)."""
+    ssl_context(spec)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
