@@ -201,6 +201,28 @@ async def test_grpcs_forward_with_the_ca_and_a_client_certificate(tmp_path: Path
     assert "\n" not in reason
 
 
+async def test_grpcs_forward_with_verify_false_reaches_an_agent_whose_certificate_nobody_trusts(
+        tmp_path: Path, ca: trustme.CA) -> None:
+    # before: refused where written ("not possible over gRPC"); the channel now goes through the relay the grpc
+    # and a2a targets use for verify: false, which is gone once the remote agent stops
+    sent = a2a_pb2.SendMessageRequest(message=request("refund ORD-8").message).SerializeToString()
+    path = "/lf.a2a.v1.A2AService/SendMessage"
+    async with agents(tmp_path / "real", {"billing": BILLING}) as real, \
+            tls_front(real.urls["billing"]["grpc"], ca) as front:
+        async with agents(tmp_path / "proxy", {"billing": {"forward": f"grpcs://{front}", "tls": {"verify": False}}}
+                          ) as proxy, grpc.aio.insecure_channel(proxy.urls["billing"]["grpc"]) as channel:
+            answer = a2a_pb2.SendMessageResponse.FromString(await channel.unary_unary(path)(sent, timeout=10))
+            [server] = proxy.servers
+            unchecked = server._unchecked
+            assert unchecked is not None
+            host, port = unchecked.address.rsplit(":", 1)
+        with pytest.raises(OSError):  # nothing of it outlives the remote agent
+            _, writer = await asyncio.open_connection(host, int(port))
+            writer.close()
+    assert answer.task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [d.message for d in proxy.delegations] == ["refund ORD-8"]
+
+
 def test_a_tls_block_that_cannot_apply_is_refused_where_written() -> None:
     from pydantic import ValidationError
 
@@ -210,12 +232,11 @@ def test_a_tls_block_that_cannot_apply_is_refused_where_written() -> None:
                        ({"forward": "http://billing/a2a", "tls": {"ca_file": "ca.pem"}},
                         "tls is for an https:// or grpcs:// forward: http:// is plaintext"),
                        ({"forward": "grpc://billing:50051", "tls": {"ca_file": "ca.pem"}},
-                        "tls is for an https:// or grpcs:// forward: grpc:// is plaintext"),
-                       ({"forward": "grpcs://billing:50051", "tls": {"verify": False}},
-                        "tls.verify: false is not possible over gRPC")]:
+                        "tls is for an https:// or grpcs:// forward: grpc:// is plaintext")]:
         with pytest.raises(ValidationError, match=said):
             RemoteAgentSpec.model_validate(spec)
     assert RemoteAgentSpec.model_validate({"forward": "https://billing/a2a", "tls": {"verify": False}}).tls
+    assert RemoteAgentSpec.model_validate({"forward": "grpcs://billing:50051", "tls": {"verify": False}}).tls
 
 
 SUITE = """\

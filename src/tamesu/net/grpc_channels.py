@@ -89,18 +89,6 @@ def grpc_channel(target: str, tls: bool, spec: TlsSpec | None, *, timeout: float
     return grpc.aio.secure_channel(target, credentials(spec), options=direct), None
 
 
-def open_channel(url: str, tls_spec: TlsSpec | None = None) -> grpc.aio.Channel:
-    """A channel to a grpc:// or grpcs:// url, its trust as `credentials` makes it, the environment's proxy kept
-    off where `grpc_direct_options` says; `server_name` is the name the certificate must carry."""
-    target, tls = dial_target(url)
-    options: list[tuple[str, str | int]] = [*grpc_direct_options(target)]
-    if not tls:
-        return grpc.aio.insecure_channel(target, options=options)
-    if tls_spec is not None and tls_spec.server_name:
-        options.append(("grpc.ssl_target_name_override", tls_spec.server_name))
-    return grpc.aio.secure_channel(target, credentials(tls_spec), options=options)
-
-
 def tls_words(details: str) -> str | None:
     """A failed call's `details` as `tls_reason` words when a TLS handshake failed (gRPC's core says it in
     OpenSSL's words, in a line that runs through every layer), else None."""

@@ -37,15 +37,16 @@ from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.fuzzing import fuzz_for
 from tamesu.net.clients import AsyncClient, client_options
-from tamesu.net.grpc_channels import open_channel
+from tamesu.net.grpc_channels import dial_target, grpc_channel
 from tamesu.net.serve import LoopServer
 from tamesu.net.tls import TlsError
+from tamesu.net.unverified_grpc import UncheckedRelay
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
 from tamesu.remote._grpc_relay import GrpcRelay
 from tamesu.remote.card import Addresses, extended_card, public_card
 from tamesu.remote.executor import Delegation, Fuzzed, ScriptedExecutor, refused_delegation
-from tamesu.remote.forward import Forwarding, ForwardProxy
+from tamesu.remote.forward import CONNECT_TIMEOUT, Forwarding, ForwardProxy
 from tamesu.remote.gate import GrpcGate, HttpGate, extended_card_guard
 from tamesu.remote.push import VersionedConfigStore, VersionedPushSender
 from tamesu.suite.remote_agents import RemoteAgentSpec
@@ -95,6 +96,8 @@ class RemoteAgentServer:
         """The agent's URL: its origin, or with `forward` the origin and the real URL's path (a stand-in)."""
         self.grpc_addr = ""
         self._relay_channel: grpc.aio.Channel | None = None
+        self._unchecked: UncheckedRelay | None = None
+        """A grpcs:// forward with `tls.verify: false`: the relay its channel goes through."""
 
     async def start(self) -> RemoteAgentServer:
         host, port = split_addr(self.spec.addr) if self.spec.addr else ("127.0.0.1", 0)
@@ -145,7 +148,9 @@ class RemoteAgentServer:
             self._proxy = ForwardProxy(self.name, forwarding, self._session, self._record, self._fuzzed,
                                        local=local, hold=hold,
                                        keep_authorization=self._token is None)
-            self._relay_channel = open_channel(forwarding.url, forwarding.tls) if forwarding.grpc else None
+            if forwarding.grpc:
+                self._relay_channel, self._unchecked = grpc_channel(
+                    *dial_target(forwarding.url), forwarding.tls, timeout=CONNECT_TIMEOUT)
         except TlsError as exc:
             raise InfraError(f"remote agent {self.name}: {exc}") from None
         self._proxy.proxy_origin = self._proxy.push.proxy_origin = self.origin
@@ -226,6 +231,9 @@ class RemoteAgentServer:
         if self._relay_channel is not None:
             channel, self._relay_channel = self._relay_channel, None
             await channel.close()
+        if self._unchecked is not None:
+            unchecked, self._unchecked = self._unchecked, None
+            await unchecked.close()
         if self._proxy is not None:
             proxy, self._proxy = self._proxy, None
             await proxy.aclose()
