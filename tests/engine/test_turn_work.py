@@ -225,3 +225,45 @@ def test_a_turn_without_files_gathers_none(tmp_path: Path, monkeypatch: pytest.M
     (tmp_path / "a.txt").write_bytes(b"hey")
     with_file = UserTurn(text="see", files=[FileRef(name="a.txt", mime="text/plain", path=str(tmp_path / "a.txt"))])
     assert files.attachments(with_file, "api") == [{"name": "a.txt", "media_type": "text/plain", "data": "aGV5"}]
+
+
+def test_a_simulated_users_prompt_keeps_what_does_not_change_within_a_conversation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.conversation import AgentTurn, Exchange
+    from tamesu.packs import AttackSpec
+    from tamesu.roles.simulator import ModelSimulator
+    from tamesu.suite.schema import Persona, Scenario
+    from tamesu.suite.templates import Context
+
+    def simulator(persona: Persona, goal: str = "Find the order", **kw: Any) -> ModelSimulator:
+        return ModelSimulator(cast(Any, None), Scenario(goal=goal, stop_when="it is found", max_turns=5), persona,
+                              base_dir=Path("."), **kw)
+
+    made: list[object] = []
+    system_text = ModelSimulator._system_text
+    monkeypatch.setattr(ModelSimulator, "_system_text", lambda self, inputs: made.append(inputs) or system_text(
+        self, inputs))
+    plain = Persona(name="Ada", style="brief", facts={"order": "A1"}, behaviors={"speaking_rate": 1.5})
+    attack = AttackSpec(goal="get the key", style="pushy", tactics=["ask twice"], openings=["hi"])
+    for kw in ({}, {"attack": attack}, {"keypad": True}):
+        exchanges: list[Exchange] = []
+        talking = simulator(plain, **kw)
+        made.clear()
+        for index in range(1, 4):
+            context = Context(vars={"item": "the order"})
+            inputs = talking.inputs(exchanges, context)
+            fresh = simulator(plain, **kw)  # what the prompt was made of anew every turn
+            assert inputs == fresh.inputs(exchanges, context)
+            assert talking._messages(inputs) == fresh._messages(fresh.inputs(exchanges, context))
+            exchanges.append(Exchange(index, UserTurn(text=f"hi {index}", source="simulator"),
+                                      AgentTurn(text=f"Echo {index}")))
+        assert len(made) == 1 + 3  # once for the conversation, once for each fresh one
+    # a persona with a template is rendered every turn: what it names may change within the conversation
+    templated = simulator(Persona(name="{{vars.who}}"))
+    first = templated._messages(templated.inputs([], Context(vars={"who": "Ada", "item": "x"})))
+    second = templated._messages(templated.inputs([], Context(vars={"who": "Bo", "item": "x"})))
+    assert "Name: Ada" in first[0].content and "Name: Bo" in second[0].content
+    goal = simulator(Persona(name="Ada"), "Find {{vars.item}}")
+    assert goal.inputs([], Context(vars={"item": "a"}))["goal"] == "Find a"
+    assert goal.inputs([], Context(vars={"item": "b"}))["goal"] == "Find b"
+
