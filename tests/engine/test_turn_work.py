@@ -267,3 +267,46 @@ def test_a_simulated_users_prompt_keeps_what_does_not_change_within_a_conversati
     assert goal.inputs([], Context(vars={"item": "a"}))["goal"] == "Find a"
     assert goal.inputs([], Context(vars={"item": "b"}))["goal"] == "Find b"
 
+
+async def test_a_model_request_is_copied_only_for_what_changes_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import BaseModel
+
+    from tamesu.models.base import Message, ModelRequest, ModelResponse
+    from tamesu.models.client import ResilientClient
+    from tamesu.models.spec import ModelSpec
+    from tamesu.models.structured import ask_structured, json_schema_of
+    from tamesu.roles.simulator import SimulatorAnswer
+
+    got: list[ModelRequest] = []
+
+    class Provider:
+        async def generate(self, request: ModelRequest) -> ModelResponse:
+            got.append(request)
+            return ModelResponse(text='{"input": "hi"}', provider="openai", model="gpt-4o-mini")
+
+    def client(**kw: Any) -> ResilientClient:
+        return ResilientClient(ModelSpec(provider="openai", model="gpt-4o-mini", **kw), cast(Any, Provider),
+                               mask=lambda v: v.replace("s3cret", "***") if isinstance(v, str) else (
+                                   {k: v[k].replace("s3cret", "***") for k in v} if isinstance(v, dict) else v))
+    copied: list[object] = []
+    model_copy = BaseModel.model_copy
+    monkeypatch.setattr(BaseModel, "model_copy", lambda self, **kw: copied.append(self) or model_copy(self, **kw))
+    schema = json_schema_of(SimulatorAnswer)
+    plain = ModelRequest(purpose="simulator", messages=[Message(role="user", content="hello")],
+                         context={"note": "plain"}, json_schema=schema)
+    found = await ask_structured(client(), plain, SimulatorAnswer)
+    assert found.value.input == "hi" and got == [plain] and copied == []  # nothing masked, defaulted or added
+    # what is masked, defaulted or asked for is copied in, the caller's request left as it was
+    asked = ModelRequest(purpose="simulator", messages=[Message(role="user", content="my s3cret")],
+                         context={"note": "s3cret"})
+    await ask_structured(client(temperature=0.5), asked, SimulatorAnswer)
+    sent = got[-1]
+    assert (sent.messages[0].content, sent.context, sent.temperature, sent.json_schema) == (
+        "my ***", {"note": "***"}, 0.5, schema)
+    assert (asked.messages[0].content, asked.context, asked.temperature, asked.json_schema) == (
+        "my s3cret", {"note": "s3cret"}, None, None)
+    only_context = ModelRequest(purpose="simulator", messages=[Message(role="user", content="hi")],
+                                context={"note": "s3cret"}, json_schema=schema)
+    await ask_structured(client(), only_context, SimulatorAnswer)
+    assert got[-1].context == {"note": "***"} and got[-1].messages == only_context.messages
+

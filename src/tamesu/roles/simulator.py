@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from tamesu.conversation import Exchange, FileRef, UserTurn
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
-from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
+from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured, json_schema_of
 from tamesu.packs import AttackSpec
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
@@ -310,7 +310,8 @@ class ModelSimulator(UserSimulator):
     async def _ask(self, exchanges: list[Exchange], context: Context) -> SimulatorAnswer:
         inputs = self.inputs(exchanges, context)
         request = ModelRequest(purpose="simulator", messages=self._messages(inputs), seed=self._seed,
-                               prompt_version=self.prompt.version, context=inputs)
+                               prompt_version=self.prompt.version, context=inputs,
+                               json_schema=json_schema_of(SimulatorAnswer))
         try:
             found = await ask_structured(self._client, request, SimulatorAnswer, attempts=self._attempts)
         except StructuredOutputError as exc:
