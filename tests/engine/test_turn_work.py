@@ -310,3 +310,26 @@ async def test_a_model_request_is_copied_only_for_what_changes_in_it(monkeypatch
     await ask_structured(client(), only_context, SimulatorAnswer)
     assert got[-1].context == {"note": "***"} and got[-1].messages == only_context.messages
 
+
+async def test_an_answer_without_the_default_tool_call_keys_is_not_searched_for_tool_calls(
+        rest_agents: RunningAgents, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from tamesu.targets.rest import answer
+
+    searched: list[str] = []
+    tool_calls = answer.tool_calls
+    monkeypatch.setattr(answer, "tool_calls", lambda path, docs: searched.append(path) or tool_calls(path, docs))
+    async with opened({"url": f"{rest_agents.url}/chat"}, tmp_path) as target:
+        plain = await target.send(UserTurn(text="hi"))
+        assert (plain.text, plain.tool_calls, searched) == ("Echo 1: hi", [], [])  # four paths asked, none found
+        booked = await target.send(UserTurn(text="book saturday"))
+    assert [c.name for c in booked.tool_calls] == ["find_slot", "book_room"] and searched == ["$.tool_calls"]
+    openai = {"choices": [{"message": {"content": "Done.", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "lookup", "arguments": '{"id": 7}'}}]}}]}
+    body = json.dumps(openai).encode()
+    server, url = await _serve(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                               + str(len(body)).encode() + b"\r\n\r\n" + body)
+    async with server, opened({"url": url, "response": {"text": "$.choices[0].message.content"}}, tmp_path) as target:
+        turn = await target.send(UserTurn(text="hi"))
+    assert (turn.text, [(c.name, c.args) for c in turn.tool_calls]) == ("Done.", [("lookup", {"id": 7})])
