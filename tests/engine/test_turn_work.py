@@ -258,6 +258,21 @@ def test_a_simulated_users_prompt_keeps_what_does_not_change_within_a_conversati
             exchanges.append(Exchange(index, UserTurn(text=f"hi {index}", source="simulator"),
                                       AgentTurn(text=f"Echo {index}")))
         assert len(made) == 1 + 3  # once for the conversation, once for each fresh one
+    # the history: each exchange's lines made once, again when its words changed (an audio reply talked over)
+    from tamesu.roles import transcript
+
+    lines_of = transcript.lines_of
+    asked: list[int] = []
+    monkeypatch.setattr(transcript, "lines_of", lambda given, *a: asked.append(len(given)) or lines_of(given, *a))
+    talking = simulator(plain)
+    fresh_text = [talking._messages(talking.inputs(exchanges[:n], Context())) for n in range(4)]
+    assert asked == [1, 1, 1]  # the first three exchanges, one each
+    assert fresh_text == [simulator(plain)._messages(simulator(plain).inputs(exchanges[:n], Context()))
+                          for n in range(4)]
+    exchanges[1].agent.text = "Echo 2, heard once the call was transcribed"
+    again = talking._messages(talking.inputs(exchanges, Context()))
+    assert "[2] agent: Echo 2, heard once the call was transcribed\n[3] user: hi 3" in again[1].content
+    assert again == simulator(plain)._messages(simulator(plain).inputs(exchanges, Context()))
     # a persona with a template is rendered every turn: what it names may change within the conversation
     templated = simulator(Persona(name="{{vars.who}}"))
     first = templated._messages(templated.inputs([], Context(vars={"who": "Ada", "item": "x"})))

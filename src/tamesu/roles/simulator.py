@@ -21,7 +21,7 @@ from tamesu.models.structured import Attempt, StructuredOutputError, ask_structu
 from tamesu.packs import AttackSpec
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
-from tamesu.roles.transcript import as_text, last_tool_results, lines_of
+from tamesu.roles.transcript import History, as_text, last_tool_results
 from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, what_was_said
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context, walk_strings
@@ -200,6 +200,8 @@ class ModelSimulator(UserSimulator):
         """The persona, goal and stop condition as rendered, when no template in them can change between turns."""
         self._system: str | None = None
         """The system message, made of those once they are fixed."""
+        self._history = History()
+        """The conversation's lines and text, each exchange's made once."""
 
     @property
     def last_reasoning(self) -> str | None:
@@ -231,7 +233,7 @@ class ModelSimulator(UserSimulator):
             "persona": persona,
             "goal": goal,
             "stop_when": stop_when,
-            "history": lines_of(exchanges),
+            "history": self._history.read(exchanges),
             "last_agent": exchanges[-1].agent.text if exchanges else "",
             "turn": len(exchanges) + 1,
             "max_turns": scenario.max_turns,
@@ -280,7 +282,9 @@ class ModelSimulator(UserSimulator):
             run = {"turn_count": inputs["turn_count"], "tool_results": self.prompt.render(
                 "tool_results", tool_results=json.dumps(results, ensure_ascii=False, indent=2, default=str))
                 if results else self.prompt.render("no_tool_results")}
-        user = self.prompt.render("user", history=as_text(inputs["history"]), turn=inputs["turn"],
+        history = inputs["history"]
+        shown = self._history.text if history is self._history.lines else as_text(history)
+        user = self.prompt.render("user", history=shown, turn=inputs["turn"],
                                   max_turns=inputs["max_turns"], **run)
         return [Message(role="system", content=system), Message(role="user", content=user)]
 
