@@ -278,6 +278,9 @@ def test_a_simulated_users_prompt_keeps_what_does_not_change_within_a_conversati
     first = templated._messages(templated.inputs([], Context(vars={"who": "Ada", "item": "x"})))
     second = templated._messages(templated.inputs([], Context(vars={"who": "Bo", "item": "x"})))
     assert "Name: Ada" in first[0].content and "Name: Bo" in second[0].content
+    nested = simulator(Persona(name="Ada", facts={"order": "{{vars.item}}"}))
+    assert nested.inputs([], Context(vars={"item": "A1"}))["persona"]["facts"] == {"order": "A1"}
+    assert nested.inputs([], Context(vars={"item": "B2"}))["persona"]["facts"] == {"order": "B2"}
     goal = simulator(Persona(name="Ada"), "Find {{vars.item}}")
     assert goal.inputs([], Context(vars={"item": "a"}))["goal"] == "Find a"
     assert goal.inputs([], Context(vars={"item": "b"}))["goal"] == "Find b"

@@ -24,7 +24,7 @@ from tamesu.roles.failures import infra_error
 from tamesu.roles.transcript import History, as_text, last_tool_results
 from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, what_was_said
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
-from tamesu.suite.templates import Context, walk_strings
+from tamesu.suite.templates import Context
 
 
 @dataclass
@@ -259,7 +259,8 @@ class ModelSimulator(UserSimulator):
             return dict(persona), goal, stop_when
         dumped = self._persona.model_dump(exclude_none=True, exclude_defaults=True)
         scenario = self._scenario
-        templated = any("{{" in text for _, text in walk_strings([dumped, scenario.goal, scenario.stop_when]))
+        # a string holding a template shows it in the repr too (repr escapes no brace), in one call, not a walk
+        templated = "{{" in repr((dumped, scenario.goal, scenario.stop_when))
         persona = context.render_value(dumped)
         persona.setdefault("name", self._persona.name)
         attack = self._attack
