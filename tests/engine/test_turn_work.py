@@ -351,3 +351,37 @@ async def test_an_answer_without_the_default_tool_call_keys_is_not_searched_for_
     async with server, opened({"url": url, "response": {"text": "$.choices[0].message.content"}}, tmp_path) as target:
         turn = await target.send(UserTurn(text="hi"))
     assert (turn.text, [(c.name, c.args) for c in turn.tool_calls]) == ("Done.", [("lookup", {"id": 7})])
+
+
+def test_a_prompt_is_filled_as_string_template_fills_it_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    from importlib import resources
+    from string import Template
+
+    from tamesu.roles import prompt_files
+
+    templated: list[str] = []
+    template = prompt_files._template
+    monkeypatch.setattr(prompt_files, "_template", lambda text: templated.append(text) or template(text))
+    sections = 0
+    for package in ("tamesu.roles", "tamesu.evaluators"):
+        for entry in resources.files(package).joinpath("prompts").iterdir():
+            found = re.match(r"^([a-z_]+)\.v(\d+)\.md$", entry.name)
+            if not found:
+                continue
+            prompt = prompt_files.load(found.group(1), int(found.group(2)), package)
+            for name, text in prompt.sections.items():
+                wanted = {m.group("named") or m.group("braced") for m in Template.pattern.finditer(text)} - {None}
+                values: dict[str, object] = {key: f'{{"{key}": "$x ${{y}} }}{{"}}\n  ' for key in wanted}
+                if values:
+                    values[sorted(wanted)[0]] = 7  # a turn's number
+                assert prompt.render(name, **values, unused="{}") == Template(text).substitute(values).strip()
+                sections += 1
+    assert sections > 20 and templated == []  # every section of every prompt, without string.Template
+    simulator = prompt_files.load("simulator", 2)
+    for odd in (True, 1.5, None):  # formatted otherwise than str() by str.format, or not at all: as before
+        assert simulator.render("user", history=odd, turn=1, max_turns=2, turn_count=1, tool_results="") == \
+            Template(simulator.sections["user"]).substitute(history=odd, turn=1, max_turns=2, turn_count=1,
+                                                            tool_results="").strip()
+    with pytest.raises(KeyError):
+        simulator.render("user", turn=1)
