@@ -273,6 +273,9 @@ def test_a_simulated_users_prompt_keeps_what_does_not_change_within_a_conversati
     again = talking._messages(talking.inputs(exchanges, Context()))
     assert "[2] agent: Echo 2, heard once the call was transcribed\n[3] user: hi 3" in again[1].content
     assert again == simulator(plain)._messages(simulator(plain).inputs(exchanges, Context()))
+    exchanges += [Exchange(4, UserTurn(text="said", source="script"), AgentTurn(text="ok")),
+                  Exchange(5, None, AgentTurn(text="more"))]
+    assert talking.inputs(exchanges, Context())["simulator_turns"] == 3  # counted as the history is read
     # a persona with a template is rendered every turn: what it names may change within the conversation
     templated = simulator(Persona(name="{{vars.who}}"))
     first = templated._messages(templated.inputs([], Context(vars={"who": "Ada", "item": "x"})))

@@ -237,7 +237,7 @@ class ModelSimulator(UserSimulator):
             "last_agent": exchanges[-1].agent.text if exchanges else "",
             "turn": len(exchanges) + 1,
             "max_turns": scenario.max_turns,
-            "simulator_turns": sum(1 for e in exchanges if e.user is not None and e.user.source == "simulator"),
+            "simulator_turns": self._history.simulator_turns,  # of the exchanges just read
         }
         if self._keypad:
             inputs["keypad"] = True

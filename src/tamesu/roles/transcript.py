@@ -48,14 +48,19 @@ class History:
         """The last `read`'s `lines_of`."""
         self.text = ""
         """The last `read`'s `as_text`."""
+        self.simulator_turns = 0
+        """How many of the last `read`'s user turns a simulator said."""
 
     def read(self, exchanges: Iterable[Exchange]) -> list[dict[str, Any]]:
         made = self._made
         known = len(made)
         lines: list[dict[str, Any]] = []
         texts: list[str] = []
+        simulated = 0
         for index, exchange in enumerate(exchanges):
             user, agent = exchange.user, exchange.agent
+            if user is not None and user.source == "simulator":
+                simulated += 1
             entry = made[index] if index < known else None
             if entry is None or entry[0] is not exchange or entry[1] is not user or entry[3] is not agent.text \
                     or (user is not None and entry[2] is not user.text):
@@ -69,7 +74,7 @@ class History:
                     known += 1
             lines += entry[4]
             texts += entry[5]
-        self.lines, self.text = lines, "\n".join(texts) or "(nothing yet)"
+        self.lines, self.text, self.simulator_turns = lines, "\n".join(texts) or "(nothing yet)", simulated
         return lines
 
 
