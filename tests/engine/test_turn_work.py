@@ -388,3 +388,37 @@ def test_a_prompt_is_filled_as_string_template_fills_it_in_one_call(monkeypatch:
                                                             tool_results="").strip()
     with pytest.raises(KeyError):
         simulator.render("user", turn=1)
+
+
+def test_a_budget_not_passed_is_checked_without_taking_its_lock() -> None:
+    import threading
+
+    from tamesu.models.base import ModelResponse, Usage
+    from tamesu.models.ledger import BudgetExceeded, Ledger
+    from tamesu.models.spec import BudgetSpec
+
+    taken: list[str] = []
+
+    class Counted:
+        def __init__(self, name: str) -> None:
+            self.name, self.lock = name, threading.Lock()
+
+        def __enter__(self) -> None:
+            taken.append(self.name)
+            self.lock.acquire()
+
+        def __exit__(self, *_: object) -> None:
+            self.lock.release()
+
+    run = Ledger(BudgetSpec(tokens=100))
+    test = run.scope()
+    run._lock, test._lock = cast(Any, Counted("run")), cast(Any, Counted("test"))
+    test.ensure_open()
+    assert taken == []  # twice a model call, on each ledger up to the run's
+    used = ModelResponse(text="hi", usage=Usage(input_tokens=60, output_tokens=50), provider="fake", model="m")
+    with pytest.raises(BudgetExceeded, match="110"):
+        test.charge(used, "simulator")
+    taken.clear()
+    with pytest.raises(BudgetExceeded, match="110"):
+        test.ensure_open()  # passed: said before another call is paid for
+    assert taken == ["run"]  # the test's own ledger has no budget, so was never passed
