@@ -422,3 +422,25 @@ def test_a_budget_not_passed_is_checked_without_taking_its_lock() -> None:
     with pytest.raises(BudgetExceeded, match="110"):
         test.ensure_open()  # passed: said before another call is paid for
     assert taken == ["run"]  # the test's own ledger has no budget, so was never passed
+
+
+def test_an_openai_answer_without_reasoning_fields_is_not_searched_for_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.models import _plain
+    from tamesu.models.openai import OpenAIProvider
+
+    provider = OpenAIProvider("m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    read: list[object] = []
+    text = _plain.text
+    monkeypatch.setattr(_plain, "text", lambda value: read.append(value) or text(value))
+
+    def answer(**message: object) -> dict[str, object]:
+        return {"model": "m", "choices": [{"message": {"role": "assistant", **message}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+
+    plain = provider._response(answer(content="Hello"))
+    assert (plain.text, plain.reasoning, plain.finish_reason) == ("Hello", "", "stop")
+    assert len(read) == 3  # the content, the finish reason, the model: no reasoning field looked up
+    for field in ("reasoning_content", "reasoning"):
+        thought = provider._response(answer(content="Hello", **{field: "the user greets me"}))
+        assert (thought.text, thought.reasoning) == ("Hello", "the user greets me")
+    assert provider._response(answer(content="<think>hm</think>Hi")).reasoning == "hm"
