@@ -388,6 +388,11 @@ def test_a_prompt_is_filled_as_string_template_fills_it_in_one_call(monkeypatch:
                                                             tool_results="").strip()
     with pytest.raises(KeyError):
         simulator.render("user", turn=1)
+    with pytest.raises(KeyError):
+        simulator.render("user")
+    alone = Template(simulator.sections["no_tool_results"]).substitute().strip()
+    assert [simulator.render("no_tool_results") for _ in range(3)] == [alone] * 3
+    assert prompt_files._alone.cache_info().hits >= 2  # a section without values, every simulated turn: made once
 
 
 def test_a_budget_not_passed_is_checked_without_taking_its_lock() -> None:

@@ -33,6 +33,8 @@ class Prompt:
         if section not in self.sections:
             raise KeyError(f"prompt {self.version} has no section {section!r}")
         text = self.sections[section]
+        if not values:
+            return _alone(text)
         formatted = _as_format(text)
         if formatted is not None:
             for value in values.values():
@@ -48,6 +50,13 @@ class Prompt:
 def _template(text: str) -> Template:
     """A section's Template, made once (a simulated user's turn renders four)."""
     return Template(text)
+
+
+@cache
+def _alone(text: str) -> str:
+    """A section rendered without values (`no_tool_results`, every turn of a simulated user), made once: one
+    with a placeholder is a KeyError each time, as a failed call is not kept."""
+    return _template(text).substitute().strip()
 
 
 @cache
