@@ -225,3 +225,227 @@ def test_a_turn_without_files_gathers_none(tmp_path: Path, monkeypatch: pytest.M
     (tmp_path / "a.txt").write_bytes(b"hey")
     with_file = UserTurn(text="see", files=[FileRef(name="a.txt", mime="text/plain", path=str(tmp_path / "a.txt"))])
     assert files.attachments(with_file, "api") == [{"name": "a.txt", "media_type": "text/plain", "data": "aGV5"}]
+
+
+def test_a_simulated_users_prompt_keeps_what_does_not_change_within_a_conversation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.conversation import AgentTurn, Exchange
+    from tamesu.packs import AttackSpec
+    from tamesu.roles.simulator import ModelSimulator
+    from tamesu.suite.schema import Persona, Scenario
+    from tamesu.suite.templates import Context
+
+    def simulator(persona: Persona, goal: str = "Find the order", **kw: Any) -> ModelSimulator:
+        return ModelSimulator(cast(Any, None), Scenario(goal=goal, stop_when="it is found", max_turns=5), persona,
+                              base_dir=Path("."), **kw)
+
+    made: list[object] = []
+    system_text = ModelSimulator._system_text
+    monkeypatch.setattr(ModelSimulator, "_system_text", lambda self, inputs: made.append(inputs) or system_text(
+        self, inputs))
+    plain = Persona(name="Ada", style="brief", facts={"order": "A1"}, behaviors={"speaking_rate": 1.5})
+    attack = AttackSpec(goal="get the key", style="pushy", tactics=["ask twice"], openings=["hi"])
+    for kw in ({}, {"attack": attack}, {"keypad": True}):
+        exchanges: list[Exchange] = []
+        talking = simulator(plain, **kw)
+        made.clear()
+        for index in range(1, 4):
+            context = Context(vars={"item": "the order"})
+            inputs = talking.inputs(exchanges, context)
+            fresh = simulator(plain, **kw)  # what the prompt was made of anew every turn
+            assert inputs == fresh.inputs(exchanges, context)
+            assert talking._messages(inputs) == fresh._messages(fresh.inputs(exchanges, context))
+            exchanges.append(Exchange(index, UserTurn(text=f"hi {index}", source="simulator"),
+                                      AgentTurn(text=f"Echo {index}")))
+        assert len(made) == 1 + 3  # once for the conversation, once for each fresh one
+    # the history: each exchange's lines made once, again when its words changed (an audio reply talked over)
+    from tamesu.roles import transcript
+
+    lines_of = transcript.lines_of
+    asked: list[int] = []
+    monkeypatch.setattr(transcript, "lines_of", lambda given, *a: asked.append(len(given)) or lines_of(given, *a))
+    talking = simulator(plain)
+    fresh_text = [talking._messages(talking.inputs(exchanges[:n], Context())) for n in range(4)]
+    assert asked == [1, 1, 1]  # the first three exchanges, one each
+    assert fresh_text == [simulator(plain)._messages(simulator(plain).inputs(exchanges[:n], Context()))
+                          for n in range(4)]
+    exchanges[1].agent.text = "Echo 2, heard once the call was transcribed"
+    again = talking._messages(talking.inputs(exchanges, Context()))
+    assert "[2] agent: Echo 2, heard once the call was transcribed\n[3] user: hi 3" in again[1].content
+    assert again == simulator(plain)._messages(simulator(plain).inputs(exchanges, Context()))
+    exchanges += [Exchange(4, UserTurn(text="said", source="script"), AgentTurn(text="ok")),
+                  Exchange(5, None, AgentTurn(text="more"))]
+    assert talking.inputs(exchanges, Context())["simulator_turns"] == 3  # counted as the history is read
+    # a persona with a template is rendered every turn: what it names may change within the conversation
+    templated = simulator(Persona(name="{{vars.who}}"))
+    first = templated._messages(templated.inputs([], Context(vars={"who": "Ada", "item": "x"})))
+    second = templated._messages(templated.inputs([], Context(vars={"who": "Bo", "item": "x"})))
+    assert "Name: Ada" in first[0].content and "Name: Bo" in second[0].content
+    nested = simulator(Persona(name="Ada", facts={"order": "{{vars.item}}"}))
+    assert nested.inputs([], Context(vars={"item": "A1"}))["persona"]["facts"] == {"order": "A1"}
+    assert nested.inputs([], Context(vars={"item": "B2"}))["persona"]["facts"] == {"order": "B2"}
+    goal = simulator(Persona(name="Ada"), "Find {{vars.item}}")
+    assert goal.inputs([], Context(vars={"item": "a"}))["goal"] == "Find a"
+    assert goal.inputs([], Context(vars={"item": "b"}))["goal"] == "Find b"
+
+
+async def test_a_model_request_is_copied_only_for_what_changes_in_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import BaseModel
+
+    from tamesu.models.base import Message, ModelRequest, ModelResponse
+    from tamesu.models.client import ResilientClient
+    from tamesu.models.spec import ModelSpec
+    from tamesu.models.structured import ask_structured, json_schema_of
+    from tamesu.roles.simulator import SimulatorAnswer
+
+    got: list[ModelRequest] = []
+
+    class Provider:
+        async def generate(self, request: ModelRequest) -> ModelResponse:
+            got.append(request)
+            return ModelResponse(text='{"input": "hi"}', provider="openai", model="gpt-4o-mini")
+
+    def client(**kw: Any) -> ResilientClient:
+        return ResilientClient(ModelSpec(provider="openai", model="gpt-4o-mini", **kw), cast(Any, Provider),
+                               mask=lambda v: v.replace("s3cret", "***") if isinstance(v, str) else (
+                                   {k: v[k].replace("s3cret", "***") for k in v} if isinstance(v, dict) else v))
+    copied: list[object] = []
+    model_copy = BaseModel.model_copy
+    monkeypatch.setattr(BaseModel, "model_copy", lambda self, **kw: copied.append(self) or model_copy(self, **kw))
+    schema = json_schema_of(SimulatorAnswer)
+    plain = ModelRequest(purpose="simulator", messages=[Message(role="user", content="hello")],
+                         context={"note": "plain"}, json_schema=schema)
+    found = await ask_structured(client(), plain, SimulatorAnswer)
+    assert found.value.input == "hi" and got == [plain] and copied == []  # nothing masked, defaulted or added
+    # what is masked, defaulted or asked for is copied in, the caller's request left as it was
+    asked = ModelRequest(purpose="simulator", messages=[Message(role="user", content="my s3cret")],
+                         context={"note": "s3cret"})
+    await ask_structured(client(temperature=0.5), asked, SimulatorAnswer)
+    sent = got[-1]
+    assert (sent.messages[0].content, sent.context, sent.temperature, sent.json_schema) == (
+        "my ***", {"note": "***"}, 0.5, schema)
+    assert (asked.messages[0].content, asked.context, asked.temperature, asked.json_schema) == (
+        "my s3cret", {"note": "s3cret"}, None, None)
+    only_context = ModelRequest(purpose="simulator", messages=[Message(role="user", content="hi")],
+                                context={"note": "s3cret"}, json_schema=schema)
+    await ask_structured(client(), only_context, SimulatorAnswer)
+    assert got[-1].context == {"note": "***"} and got[-1].messages == only_context.messages
+
+
+async def test_an_answer_without_the_default_tool_call_keys_is_not_searched_for_tool_calls(
+        rest_agents: RunningAgents, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from tamesu.targets.rest import answer
+
+    searched: list[str] = []
+    tool_calls = answer.tool_calls
+    monkeypatch.setattr(answer, "tool_calls", lambda path, docs: searched.append(path) or tool_calls(path, docs))
+    async with opened({"url": f"{rest_agents.url}/chat"}, tmp_path) as target:
+        plain = await target.send(UserTurn(text="hi"))
+        assert (plain.text, plain.tool_calls, searched) == ("Echo 1: hi", [], [])  # four paths asked, none found
+        booked = await target.send(UserTurn(text="book saturday"))
+    assert [c.name for c in booked.tool_calls] == ["find_slot", "book_room"] and searched == ["$.tool_calls"]
+    openai = {"choices": [{"message": {"content": "Done.", "tool_calls": [
+        {"id": "1", "type": "function", "function": {"name": "lookup", "arguments": '{"id": 7}'}}]}}]}
+    body = json.dumps(openai).encode()
+    server, url = await _serve(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                               + str(len(body)).encode() + b"\r\n\r\n" + body)
+    async with server, opened({"url": url, "response": {"text": "$.choices[0].message.content"}}, tmp_path) as target:
+        turn = await target.send(UserTurn(text="hi"))
+    assert (turn.text, [(c.name, c.args) for c in turn.tool_calls]) == ("Done.", [("lookup", {"id": 7})])
+
+
+def test_a_prompt_is_filled_as_string_template_fills_it_in_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    from importlib import resources
+    from string import Template
+
+    from tamesu.roles import prompt_files
+
+    templated: list[str] = []
+    template = prompt_files._template
+    monkeypatch.setattr(prompt_files, "_template", lambda text: templated.append(text) or template(text))
+    sections = 0
+    for package in ("tamesu.roles", "tamesu.evaluators"):
+        for entry in resources.files(package).joinpath("prompts").iterdir():
+            found = re.match(r"^([a-z_]+)\.v(\d+)\.md$", entry.name)
+            if not found:
+                continue
+            prompt = prompt_files.load(found.group(1), int(found.group(2)), package)
+            for name, text in prompt.sections.items():
+                wanted = {m.group("named") or m.group("braced") for m in Template.pattern.finditer(text)} - {None}
+                values: dict[str, object] = {key: f'{{"{key}": "$x ${{y}} }}{{"}}\n  ' for key in wanted}
+                if values:
+                    values[sorted(wanted)[0]] = 7  # a turn's number
+                assert prompt.render(name, **values, unused="{}") == Template(text).substitute(values).strip()
+                sections += 1
+    assert sections > 20 and templated == []  # every section of every prompt, without string.Template
+    simulator = prompt_files.load("simulator", 2)
+    for odd in (True, 1.5, None):  # formatted otherwise than str() by str.format, or not at all: as before
+        assert simulator.render("user", history=odd, turn=1, max_turns=2, turn_count=1, tool_results="") == \
+            Template(simulator.sections["user"]).substitute(history=odd, turn=1, max_turns=2, turn_count=1,
+                                                            tool_results="").strip()
+    with pytest.raises(KeyError):
+        simulator.render("user", turn=1)
+    with pytest.raises(KeyError):
+        simulator.render("user")
+    alone = Template(simulator.sections["no_tool_results"]).substitute().strip()
+    assert [simulator.render("no_tool_results") for _ in range(3)] == [alone] * 3
+    assert prompt_files._alone.cache_info().hits >= 2  # a section without values, every simulated turn: made once
+
+
+def test_a_budget_not_passed_is_checked_without_taking_its_lock() -> None:
+    import threading
+
+    from tamesu.models.base import ModelResponse, Usage
+    from tamesu.models.ledger import BudgetExceeded, Ledger
+    from tamesu.models.spec import BudgetSpec
+
+    taken: list[str] = []
+
+    class Counted:
+        def __init__(self, name: str) -> None:
+            self.name, self.lock = name, threading.Lock()
+
+        def __enter__(self) -> None:
+            taken.append(self.name)
+            self.lock.acquire()
+
+        def __exit__(self, *_: object) -> None:
+            self.lock.release()
+
+    run = Ledger(BudgetSpec(tokens=100))
+    test = run.scope()
+    run._lock, test._lock = cast(Any, Counted("run")), cast(Any, Counted("test"))
+    test.ensure_open()
+    assert taken == []  # twice a model call, on each ledger up to the run's
+    used = ModelResponse(text="hi", usage=Usage(input_tokens=60, output_tokens=50), provider="fake", model="m")
+    with pytest.raises(BudgetExceeded, match="110"):
+        test.charge(used, "simulator")
+    taken.clear()
+    with pytest.raises(BudgetExceeded, match="110"):
+        test.ensure_open()  # passed: said before another call is paid for
+    assert taken == ["run"]  # the test's own ledger has no budget, so was never passed
+
+
+def test_an_openai_answer_without_reasoning_fields_is_not_searched_for_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.models import _plain
+    from tamesu.models.openai import OpenAIProvider
+
+    provider = OpenAIProvider("m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    read: list[object] = []
+    text = _plain.text
+    monkeypatch.setattr(_plain, "text", lambda value: read.append(value) or text(value))
+
+    def answer(**message: object) -> dict[str, object]:
+        return {"model": "m", "choices": [{"message": {"role": "assistant", **message}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+
+    plain = provider._response(answer(content="Hello"))
+    assert (plain.text, plain.reasoning, plain.finish_reason) == ("Hello", "", "stop")
+    assert len(read) == 3  # the content, the finish reason, the model: no reasoning field looked up
+    for field in ("reasoning_content", "reasoning"):
+        thought = provider._response(answer(content="Hello", **{field: "the user greets me"}))
+        assert (thought.text, thought.reasoning) == ("Hello", "the user greets me")
+    assert provider._response(answer(content="<think>hm</think>Hi")).reasoning == "hm"

@@ -181,9 +181,14 @@ class ResilientClient:
         # so changing `temperature:` in tamesu.yaml records new answers
         update: dict[str, object] = {}
         if self._mask is not None and request.purpose not in _THE_AGENTS_OWN:
-            update["messages"] = [m if (masked := self._mask(m.content)) == m.content  # nothing masked: not copied
-                                  else m.model_copy(update={"content": masked}) for m in request.messages]
-            update["context"] = self._mask(request.context)
+            messages = [m if (masked := self._mask(m.content)) == m.content  # nothing masked: not copied
+                        else m.model_copy(update={"content": masked}) for m in request.messages]
+            context = self._mask(request.context)
+            # the request is copied only when a secret was masked in it (seldom): a copy was some twenty calls
+            if messages != request.messages:  # the same messages, each compared by identity first
+                update["messages"] = messages
+            if context != request.context:
+                update["context"] = context
         if request.temperature is None and self.spec.temperature is not None:
             update["temperature"] = self.spec.temperature
         if request.max_tokens is None and self.spec.max_tokens is not None:

@@ -127,10 +127,13 @@ class Ledger:
         """Raise BudgetExceeded if the budget is already spent, before paying for another call."""
         ledger: Ledger | None = self
         while ledger is not None:
-            with ledger._lock:
-                exceeded = ledger._over() if ledger._exceeded is not None else None
-            if exceeded:
-                raise BudgetExceeded(exceeded)
+            # `_exceeded` is set once and never unset: while it is None (every call of a run within its budget)
+            # the lock is not taken, twice a model call and ledger
+            if ledger._exceeded is not None:
+                with ledger._lock:
+                    exceeded = ledger._over()
+                if exceeded:
+                    raise BudgetExceeded(exceeded)
             ledger = ledger._parent
 
     def _over(self) -> str | None:

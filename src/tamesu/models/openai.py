@@ -201,8 +201,10 @@ class OpenAIProvider(SdkProvider):
                                      written=written if unreadable is not None and isinstance(written, str) else None))
         usage = _plain.mapping(completion.get("usage"))
         answer, inline = split_reasoning(_content(message.get("content")))
-        # vLLM, llama.cpp and DeepSeek name the field reasoning_content; Ollama and OpenRouter, reasoning
-        separate = _plain.text(message.get("reasoning_content")) or _plain.text(message.get("reasoning"))
+        # vLLM, llama.cpp and DeepSeek name the field reasoning_content; Ollama and OpenRouter, reasoning (most
+        # answers have neither: not looked up then, four calls a model call)
+        separate = _plain.text(message.get("reasoning_content")) or _plain.text(message.get("reasoning")) \
+            if "reasoning_content" in message or "reasoning" in message else ""
         return ModelResponse(
             text=answer or _plain.text(message.get("refusal")),
             reasoning=separate or inline or "",

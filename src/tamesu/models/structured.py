@@ -235,7 +235,9 @@ async def ask_structured(
     """`generate_structured` with the record of every attempt; `strict` reads with `read_strict`."""
     if attempts < 1:
         raise ValueError("attempts must be at least 1")
-    current = request.model_copy(update={"json_schema": json_schema_of(schema)})
+    wanted = json_schema_of(schema)
+    # a request made for this answer may carry its schema already (the simulated user's does): no copy then
+    current = request if request.json_schema == wanted else request.model_copy(update={"json_schema": wanted})
     responses: list[ModelResponse] = []
     record: list[Attempt] = []
     refused: list[ModelRequest] = []

@@ -17,11 +17,11 @@ from pydantic import BaseModel, Field, model_validator
 
 from tamesu.conversation import Exchange, FileRef, UserTurn
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
-from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
+from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured, json_schema_of
 from tamesu.packs import AttackSpec
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
-from tamesu.roles.transcript import as_text, last_tool_results, lines_of
+from tamesu.roles.transcript import History, as_text, last_tool_results
 from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, what_was_said
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
@@ -196,6 +196,12 @@ class ModelSimulator(UserSimulator):
         """The model's reasoning for each answer it gave, in order."""
         self.last_attempts: list[Attempt] = []
         """What it took to read the last answer: a rejected attempt means the model was asked again."""
+        self._fixed: tuple[dict[str, Any], str | None, str | None] | None = None
+        """The persona, goal and stop condition as rendered, when no template in them can change between turns."""
+        self._system: str | None = None
+        """The system message, made of those once they are fixed."""
+        self._history = History()
+        """The conversation's lines and text, each exchange's made once."""
 
     @property
     def last_reasoning(self) -> str | None:
@@ -221,19 +227,17 @@ class ModelSimulator(UserSimulator):
 
     def inputs(self, exchanges: list[Exchange], context: Context) -> dict[str, Any]:
         """The structured inputs of the next call: what the fake provider's rules read, and the cache keys on."""
-        persona = context.render_value(self._persona.model_dump(exclude_none=True, exclude_defaults=True))
-        persona.setdefault("name", self._persona.name)
-        history = lines_of(exchanges)
+        persona, goal, stop_when = self._about(context)
         scenario = self._scenario
         inputs = {
             "persona": persona,
-            "goal": context.render_text(scenario.goal) if scenario.goal else None,
-            "stop_when": context.render_text(scenario.stop_when) if scenario.stop_when else None,
-            "history": history,
+            "goal": goal,
+            "stop_when": stop_when,
+            "history": self._history.read(exchanges),
             "last_agent": exchanges[-1].agent.text if exchanges else "",
             "turn": len(exchanges) + 1,
             "max_turns": scenario.max_turns,
-            "simulator_turns": sum(1 for e in exchanges if e.user is not None and e.user.source == "simulator"),
+            "simulator_turns": self._history.simulator_turns,  # of the exchanges just read
         }
         if self._keypad:
             inputs["keypad"] = True
@@ -242,14 +246,50 @@ class ModelSimulator(UserSimulator):
             inputs["tool_results"] = last_tool_results(exchanges)
         attack = self._attack
         if attack is not None:
-            if attack.style:
-                persona["style"] = "; ".join(part for part in (persona.get("style"), attack.style) if part)
             inputs["cover"], inputs["goal"] = inputs["goal"], attack.goal
             inputs["attack"] = {"pack": scenario.attack, "goal": attack.goal, "style": attack.style,
                                 "tactics": list(attack.tactics), "openings": list(attack.openings)}
         return inputs
 
+    def _about(self, context: Context) -> tuple[dict[str, Any], str | None, str | None]:
+        """The persona (an attack's style added), goal and stop condition, rendered. Without a template in them
+        (nearly always) they are the same every turn: made once a conversation, the persona handed out as a copy."""
+        if self._fixed is not None:
+            persona, goal, stop_when = self._fixed
+            return dict(persona), goal, stop_when
+        dumped = self._persona.model_dump(exclude_none=True, exclude_defaults=True)
+        scenario = self._scenario
+        # a string holding a template shows it in the repr too (repr escapes no brace), in one call, not a walk
+        templated = "{{" in repr((dumped, scenario.goal, scenario.stop_when))
+        persona = context.render_value(dumped)
+        persona.setdefault("name", self._persona.name)
+        attack = self._attack
+        if attack is not None and attack.style:
+            persona["style"] = "; ".join(part for part in (persona.get("style"), attack.style) if part)
+        goal = context.render_text(scenario.goal) if scenario.goal else None
+        stop_when = context.render_text(scenario.stop_when) if scenario.stop_when else None
+        if not templated:
+            self._fixed = persona, goal, stop_when
+            return dict(persona), goal, stop_when
+        return persona, goal, stop_when
+
     def _messages(self, inputs: dict[str, Any]) -> list[Message]:
+        system = self._system if self._system is not None else self._system_text(inputs)
+        if self._fixed is not None:
+            self._system = system  # made of what does not change within the conversation (`_about`)
+        run: dict[str, Any] = {}
+        if "turn_count" in inputs:
+            results = inputs["tool_results"]
+            run = {"turn_count": inputs["turn_count"], "tool_results": self.prompt.render(
+                "tool_results", tool_results=json.dumps(results, ensure_ascii=False, indent=2, default=str))
+                if results else self.prompt.render("no_tool_results")}
+        history = inputs["history"]
+        shown = self._history.text if history is self._history.lines else as_text(history)
+        user = self.prompt.render("user", history=shown, turn=inputs["turn"],
+                                  max_turns=inputs["max_turns"], **run)
+        return [Message(role="system", content=system), Message(role="user", content=user)]
+
+    def _system_text(self, inputs: dict[str, Any]) -> str:
         persona = inputs["persona"]
         about = [f"{key.capitalize()}: {persona[key]}" for key in ("name", "style", "language", "background")
                  if persona.get(key)]
@@ -268,23 +308,15 @@ class ModelSimulator(UserSimulator):
             extra = {"cover": inputs["cover"] or "(none: pick an ordinary request this user would plausibly make)",
                      "tactics": "\n".join(f"- {t}" for t in attack["tactics"]) or "- (your own)",
                      "openings": "\n".join(f"- {o}" for o in attack["openings"])}
-        system = self.prompt.render(
+        return self.prompt.render(
             "system", persona="\n".join(about), stop_rule=stop_rule,
             goal=inputs["goal"] or "(no particular goal: talk as this user naturally would)", **extra)
-        run: dict[str, Any] = {}
-        if "turn_count" in inputs:
-            results = inputs["tool_results"]
-            run = {"turn_count": inputs["turn_count"], "tool_results": self.prompt.render(
-                "tool_results", tool_results=json.dumps(results, ensure_ascii=False, indent=2, default=str))
-                if results else self.prompt.render("no_tool_results")}
-        user = self.prompt.render("user", history=as_text(inputs["history"]), turn=inputs["turn"],
-                                  max_turns=inputs["max_turns"], **run)
-        return [Message(role="system", content=system), Message(role="user", content=user)]
 
     async def _ask(self, exchanges: list[Exchange], context: Context) -> SimulatorAnswer:
         inputs = self.inputs(exchanges, context)
         request = ModelRequest(purpose="simulator", messages=self._messages(inputs), seed=self._seed,
-                               prompt_version=self.prompt.version, context=inputs)
+                               prompt_version=self.prompt.version, context=inputs,
+                               json_schema=json_schema_of(SimulatorAnswer))
         try:
             found = await ask_structured(self._client, request, SimulatorAnswer, attempts=self._attempts)
         except StructuredOutputError as exc:

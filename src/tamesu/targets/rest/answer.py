@@ -125,11 +125,17 @@ class TurnReader:
     def _tool_calls(self, scan: Sequence[object]) -> list[ToolCall]:
         """At `response.tool_calls`; left unset and finding nothing, where OpenAI-, Anthropic- or Ollama-shaped
         answers have them."""
-        found = tool_calls(self.spec.response.tool_calls, scan)
-        if found or "tool_calls" in self.spec.response.model_fields_set:
-            return found
-        return tool_calls(OPENAI_TOOL_CALLS, scan) or tool_calls(ANTHROPIC_TOOL_CALLS, scan) or \
-            tool_calls(OLLAMA_TOOL_CALLS, scan)
+        if "tool_calls" in self.spec.response.model_fields_set:
+            return tool_calls(self.spec.response.tool_calls, scan)
+        for doc in scan:
+            # an answer holding none of the keys the four paths start with holds no tool calls: nearly every
+            # answer, which the four paths took some twelve calls a turn to find empty
+            if not isinstance(doc, dict) or not _DEFAULT_TOOL_KEYS.isdisjoint(doc):
+                break
+        else:
+            return []
+        return tool_calls(self.spec.response.tool_calls, scan) or tool_calls(OPENAI_TOOL_CALLS, scan) or \
+            tool_calls(ANTHROPIC_TOOL_CALLS, scan) or tool_calls(OLLAMA_TOOL_CALLS, scan)
 
     def fail_on_web_page(self, answer: Answer) -> None:
         """A whole HTML document is a web page, not an agent's reply: a url that names the site rather than its
@@ -193,3 +199,6 @@ ANTHROPIC_TOOL_CALLS = "$.content[?(@.type == 'tool_use')]"
 """Where an agent served as Anthropic's Messages API puts them (`{type: tool_use, id, name, input}` blocks)."""
 OLLAMA_TOOL_CALLS = "$.message.tool_calls"
 """Where Ollama's native `/api/chat` answer puts them (`{function: {name, arguments}}`, the arguments an object)."""
+_DEFAULT_TOOL_KEYS = frozenset({"tool_calls", "choices", "content", "message"})
+"""The first key of each path read for tool calls when `response.tool_calls` is not set (its default `$.tool_calls`,
+then OpenAI's, Anthropic's and Ollama's)."""
