@@ -18,6 +18,7 @@ import pytest
 
 import forked
 import source_tree
+import speech_keeper
 from lane_scheduling import LaneScheduling
 from tamesu.net.serve import ThreadServer
 
@@ -228,7 +229,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """SIGTERM and SIGHUP stop pytest as Ctrl-C does (`stop_as_interrupted`).
 
-    An xdist controller starts the one warm process its workers fork their `tamesu` runs from (tests/forked.py).
+    An xdist controller starts the one warm process its workers fork their `tamesu` runs from (tests/forked.py),
+    and the speech worker keeper every audio run borrows its workers from (tests/speech_keeper.py).
 
     `--dist loadgroup` under a pytest that loses its groups stops before the run, saying why.
 
@@ -239,6 +241,8 @@ def pytest_configure(config: pytest.Config) -> None:
     stop_as_interrupted()
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         forked.start_for_workers()  # before xdist starts the workers, which inherit where it listens
+    if not hasattr(config, "workerinput"):
+        speech_keeper.start()  # the same: the workers inherit TAMESU_SPEECH_KEEPER
     if config.getoption("dist", None) != "loadgroup":
         return
     config.option.loadscopereorder = False  # GROUP_ORDER decides which groups start first

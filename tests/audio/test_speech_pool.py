@@ -17,8 +17,10 @@ import pytest
 
 from agents.voice import needs_voice, realtime_agent  # noqa: F401  (a fixture)
 from lifeline import alive
+from speech_keeper import without_keeper
 from tamesu.audio.lag import LoopLag
 from tamesu.audio.pacing import Pacer, percentile
+from tamesu.audio.pool import KEEPER_VAR
 
 SUITE = """\
 targets:
@@ -38,7 +40,7 @@ TWO_TURNS = """\
 
 def _start(project: Path, url: str, steps: str) -> subprocess.Popen[str]:
     (project / "suite.yaml").write_text(SUITE.format(url=url, steps=steps), encoding="utf-8")
-    env = {**os.environ, "NO_COLOR": "1"}
+    env = without_keeper({**os.environ, "NO_COLOR": "1"})  # the run's own workers, whose lifetime is tested
     return subprocess.Popen([sys.executable, "-m", "tamesu", "run", "suite.yaml", "--out", "out"], cwd=project,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -184,6 +186,7 @@ def test_a_pool_started_on_a_thread_that_ended_serves_the_next_job(monkeypatch: 
     from tamesu.audio import pool, tts, voices
 
     monkeypatch.setenv("TAMESU_SPEECH_WORKERS", "1")
+    monkeypatch.delenv(KEEPER_VAR, raising=False)  # this process's own workers
     voice = voices.find(None)
     assert voice is not None and voice.engine == "piper"
     pool.shutdown()  # a pool of this test's own, started below
@@ -217,6 +220,7 @@ def test_a_call_that_opens_starts_the_synthesis_worker_with_its_voice_loaded(
     from tamesu.audio import pool, tts, voices
 
     monkeypatch.setenv("TAMESU_SPEECH_WORKERS", "1")
+    monkeypatch.delenv(KEEPER_VAR, raising=False)  # this process's own workers
     voice = voices.find(None)
     assert voice is not None and voice.engine == "piper"
     pool.shutdown()

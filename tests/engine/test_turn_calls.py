@@ -184,10 +184,10 @@ def test_the_stores_rows_hold_json_columns_as_json_text() -> None:
 
 OWN_CALLS_PER_TURN = 568
 """tamesu's own Python calls in a scripted REST turn (its functions and the builtins they call, bench/turn_calls.py
-at 10 and 30 conversations, 10 at once): 703 before issue 28's eighth pass, 608.5 after it, 575 in its ninth, 561 in its tenth. A
-count, not a time: it reads the same on a loaded machine (within a call or two: the results store's writer takes
-the finished tests in batches as it finds them); the margin is for what a later change adds on purpose (raise it
-then)."""
+at 10 and 30 conversations, 10 at once): 703 before issue 28's eighth pass, 608.5 after it, 575 in its ninth, 561
+in its tenth. A count, not a time: it reads the same on a loaded machine (within a call or two: the results
+store's writer takes the finished tests in batches as it finds them); the margin is for what a later change adds
+on purpose (raise it then)."""
 
 
 def test_a_scripted_rest_turn_stays_within_its_count_of_tamesus_own_calls(tmp_path: Path) -> None:

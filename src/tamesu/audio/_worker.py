@@ -3,6 +3,11 @@
 It reads pickled jobs, `(name, args)`, from stdin and writes `(True, value)` or `(False, message)` to the
 pipe that was its stdout, one job at a time, until stdin closes. Its own fd 1 goes to stderr, so a library
 that prints cannot break the pipe's framing. The models load on the first job that needs them and stay.
+
+`PARENT_PID --kept` is a worker of the speech worker keeper (`tamesu.audio.keeper`): it loads Whisper and the
+default Piper voice at once, then its stdin is a socket to the keeper, which hands it one run's connection at a
+time (a file descriptor). It writes its pid to the connection, serves that run's jobs over it as above until
+the run closes it, and tells the keeper it is free again with one byte.
 """
 
 from __future__ import annotations
@@ -11,11 +16,14 @@ import contextlib
 import os
 import pickle
 import signal
+import socket
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
 _PR_SET_PDEATHSIG = 1
+FREE = b"f"
+"""What a kept worker sends the keeper when it is ready for a run (its models loaded, or the last run gone)."""
 
 
 def _jobs() -> dict[str, Callable[..., Any]]:
@@ -26,6 +34,48 @@ def _jobs() -> dict[str, Callable[..., Any]]:
 
     return {"synthesise": tts.piper_say, "transcribe": stt.transcribe, "load_voice": tts.preload,
             "load_whisper": load_whisper}
+
+
+def _serve(requests: IO[bytes], replies: IO[bytes], jobs: dict[str, Callable[..., Any]]) -> None:
+    """Jobs from `requests`, each reply to `replies`, until `requests` ends (or `replies` is gone)."""
+    while True:
+        try:
+            name, args = pickle.load(requests)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            return
+        try:
+            reply: tuple[bool, Any] = (True, jobs[name](*args))
+        except Exception as exc:  # the caller raises it as one line; the worker serves the next job
+            reply = (False, f"{type(exc).__name__}: {exc}")
+        try:
+            pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
+            replies.flush()
+        except OSError:  # the run went while its job ran
+            return
+
+
+def _kept(jobs: dict[str, Callable[..., Any]]) -> None:
+    """A keeper's worker: runs, one at a time, each handed over on stdin, until the keeper closes it."""
+    from tamesu.audio import stt, tts
+
+    # a load that fails here fails again, with its reason, in the run's job that needs the model
+    with contextlib.suppress(Exception):
+        stt.model()
+    with contextlib.suppress(Exception):
+        tts.preload(None)
+    keeper = socket.socket(fileno=os.dup(0))
+    os.dup2(2, 0)
+    keeper.sendall(FREE)
+    while True:
+        _, fds, _, _ = socket.recv_fds(keeper, 1, 1)
+        if not fds:
+            return  # the keeper has ended
+        with (socket.socket(fileno=fds[0]) as run, run.makefile("rb") as requests, run.makefile("wb") as replies,
+              contextlib.suppress(OSError)):
+            pickle.dump(os.getpid(), replies, protocol=pickle.HIGHEST_PROTOCOL)
+            replies.flush()
+            _serve(requests, replies, jobs)
+        keeper.sendall(FREE)
 
 
 def main() -> None:
@@ -39,19 +89,12 @@ def main() -> None:
         return  # the parent died before the line above took effect
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    requests = sys.stdin.buffer
     jobs = _jobs()
-    while True:
-        try:
-            name, args = pickle.load(requests)
-        except EOFError:
-            return
-        try:
-            reply: tuple[bool, Any] = (True, jobs[name](*args))
-        except Exception as exc:  # the caller raises it as one line; the worker serves the next job
-            reply = (False, f"{type(exc).__name__}: {exc}")
-        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
-        replies.flush()
+    if sys.argv[2:] == ["--kept"]:
+        replies.close()
+        _kept(jobs)
+        return
+    _serve(sys.stdin.buffer, replies, jobs)
 
 
 if __name__ == "__main__":

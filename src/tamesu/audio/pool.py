@@ -15,7 +15,9 @@ on SIGINT and SIGTERM too), as does the interpreter's exit; a worker asks Linux 
 dies, and inherits the run's `TAMESU_OWNERS` mark for the watchdog of `tamesu.runtime.children`.
 
 `TAMESU_SPEECH_WORKERS` sets how many workers each pool has (default 1); `0` runs the work in threads of
-this process instead.
+this process instead. With `TAMESU_SPEECH_KEEPER` a pool borrows warm workers from a keeper instead of starting
+its own (`tamesu.audio.keeper`, `KeptWorker`): the same jobs over a socket, the worker back to the keeper when
+the run ends.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import contextlib
 import os
 import pickle
 import queue
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -40,6 +44,9 @@ MAX_QUEUED = 8
 JOB_TIMEOUT_S = 120.0
 """The longest one synthesis or transcription may take before its turn fails (a hung worker is killed)."""
 _STOP_WAIT_S = 5.0
+KEEPER_VAR = "TAMESU_SPEECH_KEEPER"
+"""The socket of a speech worker keeper (`tamesu.audio.keeper`): the run borrows its warm workers instead of
+starting its own."""
 
 
 class PoolError(Exception):
@@ -72,22 +79,33 @@ def _start_worker() -> subprocess.Popen[bytes]:
 
 
 class Worker:
+    """A worker process of this run's own."""
+
     def __init__(self) -> None:
         self.process = _start_worker()
+        self.pid = self.process.pid
+        self.requests: IO[bytes] | None = self.process.stdin
+        self.replies: IO[bytes] | None = self.process.stdout
 
     def call(self, name: str, args: tuple[Any, ...]) -> Any:
         """One job, blocking (run in a thread)."""
-        requests, replies = self.process.stdin, self.process.stdout
+        requests, replies = self.requests, self.replies
         assert requests is not None and replies is not None
         try:
             pickle.dump((name, args), requests, protocol=pickle.HIGHEST_PROTOCOL)
             requests.flush()
             ok, value = pickle.load(replies)
         except (OSError, EOFError, pickle.UnpicklingError):
-            raise PoolError(f"the speech worker (pid {self.process.pid}) died during {name}") from None
+            raise PoolError(f"the speech worker (pid {self.pid}) died during {name}") from None
         if not ok:
             raise PoolError(f"{name} failed in the speech worker: {value}")
         return value
+
+    def ended(self) -> bool:
+        return self.process.poll() is not None
+
+    def kill(self) -> None:
+        self.process.kill()
 
     def stop(self) -> None:
         """Close its stdin (it exits after the job in hand); kill it if it does not."""
@@ -102,9 +120,85 @@ class Worker:
             self.process.wait()
 
 
+class KeptWorker(Worker):
+    """A worker lent by the speech worker keeper at `path` (`tamesu.audio.keeper`) for this run."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pid = 0
+        self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.requests = self.replies = None
+        self.lock = threading.Lock()
+        self.gone = False
+
+    def _lent(self) -> None:
+        """Connected, and the worker's pid read, on the first job (in a thread: the keeper may be starting a
+        worker for it, which takes as long as a worker of the run's own)."""
+        with self.lock:
+            if self.requests is not None:
+                return
+            try:
+                self.connection.settimeout(JOB_TIMEOUT_S)
+                self.connection.connect(self.path)
+                replies = self.connection.makefile("rb")
+                self.pid = pickle.load(replies)
+                self.connection.settimeout(None)
+            except TimeoutError:
+                self.gone = True
+                raise PoolError(f"the speech worker keeper at {self.path} lent no worker within "
+                                f"{JOB_TIMEOUT_S:g}s") from None
+            except OSError as exc:
+                self.gone = True
+                raise PoolError(f"the speech worker keeper at {self.path} lent no worker: "
+                                f"{exc.strerror or exc}") from None
+            except (EOFError, pickle.UnpicklingError):
+                self.gone = True
+                raise PoolError(f"the speech worker keeper at {self.path} lent no worker: the worker it started "
+                                "for this run died") from None
+            self.replies, self.requests = replies, self.connection.makefile("wb")
+
+    def call(self, name: str, args: tuple[Any, ...]) -> Any:
+        self._lent()
+        try:
+            return super().call(name, args)
+        except PoolError:
+            self.gone = True
+            raise
+
+    def ended(self) -> bool:
+        if not self.gone and self.pid:
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                self.gone = True
+        return self.gone
+
+    def kill(self) -> None:
+        """Its job hung: the worker is killed (the keeper starts another when one is next asked for)."""
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        """Back to the keeper: it serves the next run (after the job in hand, if any). Shut down first: a
+        thread waiting on a reply wakes (a plain close leaves it waiting)."""
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+        for stream in (self.requests, self.replies):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        self.connection.close()
+
+
+def _worker() -> Worker:
+    path = os.environ.get(KEEPER_VAR)
+    return KeptWorker(path) if path else Worker()
+
+
 class Pool:
     def __init__(self, size: int) -> None:
-        self.workers = [Worker() for _ in range(size)]
+        self.workers = [_worker() for _ in range(size)]
         self.idle: queue.Queue[Worker] = queue.Queue()
         for worker in self.workers:
             self.idle.put(worker)
@@ -120,22 +214,22 @@ class Pool:
         try:
             return worker.call(name, args)
         except PoolError:
-            if worker.process.poll() is not None and not self.closed:
+            if worker.ended() and not self.closed:
                 worker = self._replace(worker)
             raise
         finally:
             self.idle.put(worker)
 
     def _replace(self, dead: Worker) -> Worker:
-        fresh = Worker()
+        fresh = _worker()
         self.workers = [fresh if w is dead else w for w in self.workers]
         return fresh
 
     def kill(self) -> None:
         """A job took too long: kill the busy workers (their threads see the pipe close)."""
         for worker in self.workers:
-            if worker.process.poll() is None and worker not in list(self.idle.queue):
-                worker.process.kill()
+            if not worker.ended() and worker not in list(self.idle.queue):
+                worker.kill()
 
     def stop(self) -> None:
         self.closed = True
@@ -143,7 +237,7 @@ class Pool:
             worker.stop()
 
     def pids(self) -> list[int]:
-        return [w.process.pid for w in self.workers if w.process.poll() is None]
+        return [w.pid for w in self.workers if w.pid and not w.ended()]
 
 
 _pools: dict[str, Pool] = {}
