@@ -128,8 +128,10 @@ class BrowserSpec(TargetSpec):
     @field_validator("url")
     @classmethod
     def _page(cls, url: str) -> str:
-        # a page the browser can open; the rest (ftp://, `localhost:8080` with no scheme) failed each run, exit 3
-        if "{{" not in url.split(":", 1)[0] and not url.lower().startswith(_PAGE_SCHEMES):
+        # a page the browser can open; the rest (ftp://, `localhost:8080` read as the scheme "localhost") failed
+        # each run, exit 3. A url with no scheme at all (`/shop`) is said by the plan, as for every target
+        scheme = url.split(":", 1)[0] if ":" in url else ""
+        if scheme and "{{" not in scheme and not url.lower().startswith(_PAGE_SCHEMES):
             raise ValueError("a browser url is the page to open: http://, https:// or file:// (or about:, data:)")
         return url
 
