@@ -75,7 +75,7 @@ def test_runs_one_after_another_borrow_the_same_warm_worker_which_ends_with_the_
     assert alive(worker)
     took = time.monotonic()
     assert _say("The second run speaks.") == worker
-    # the transcription pool borrows a second worker (the first is lent): it has Whisper loaded too
+    # the transcription pool borrows a second worker (the first is lent), which loads Whisper for it
     heard = asyncio.run(pool.run("transcribe", stt.transcribe, _clip("The table is booked for Friday."), 0.0))
     assert "friday" in heard.text.lower(), heard.text
     assert len(_children(keeper.pid)) == 2

@@ -4,10 +4,10 @@ It reads pickled jobs, `(name, args)`, from stdin and writes `(True, value)` or 
 pipe that was its stdout, one job at a time, until stdin closes. Its own fd 1 goes to stderr, so a library
 that prints cannot break the pipe's framing. The models load on the first job that needs them and stay.
 
-`PARENT_PID --kept` is a worker of the speech worker keeper (`tamesu.audio.keeper`): it loads Whisper and the
-default Piper voice at once, then its stdin is a socket to the keeper, which hands it one run's connection at a
-time (a file descriptor). It writes its pid to the connection, serves that run's jobs over it as above until
-the run closes it, and tells the keeper it is free again with one byte.
+`PARENT_PID --kept` is a worker of the speech worker keeper (`tamesu.audio.keeper`): its stdin is a socket to
+the keeper, which hands it one run's connection at a time (a file descriptor). It writes its pid to the
+connection, serves that run's jobs over it as above until the run closes it, and tells the keeper it is free
+again with one byte.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import IO, Any
 
 _PR_SET_PDEATHSIG = 1
 FREE = b"f"
-"""What a kept worker sends the keeper when it is ready for a run (its models loaded, or the last run gone)."""
+"""What a kept worker sends the keeper when it is ready for a run (started, or its last run gone)."""
 
 
 def _jobs() -> dict[str, Callable[..., Any]]:
@@ -56,13 +56,9 @@ def _serve(requests: IO[bytes], replies: IO[bytes], jobs: dict[str, Callable[...
 
 def _kept(jobs: dict[str, Callable[..., Any]]) -> None:
     """A keeper's worker: runs, one at a time, each handed over on stdin, until the keeper closes it."""
-    from tamesu.audio import stt, tts
-
-    # a load that fails here fails again, with its reason, in the run's job that needs the model
-    with contextlib.suppress(Exception):
-        stt.model()
-    with contextlib.suppress(Exception):
-        tts.preload(None)
+    # nothing loaded ahead: a worker the keeper starts for a run is ready as soon as a run's own would be (loading
+    # Whisper and Piper both before the first job held up every run that found all workers lent, at -n 4 in
+    # the tests); each model loads at its first job (a call's warm-up asks) and stays for the runs after
     keeper = socket.socket(fileno=os.dup(0))
     os.dup2(2, 0)
     keeper.sendall(FREE)

@@ -3,11 +3,11 @@ in the environment of the runs.
 
 Each audio run starts two speech workers (`tamesu.audio.pool`), and each imports its libraries and loads its
 model, Whisper or a Piper voice: 1-2 s of CPU a run, and seconds of wall clock on a loaded machine, paid again by
-every run of a CI job or a test suite that makes many. The keeper holds workers that have loaded Whisper and the
-default Piper voice already and lends each to one run's pool at a time: a run's worker connects to SOCKET, the
+every run of a CI job or a test suite that makes many. The keeper holds workers that keep every model they have
+loaded and lends each to one run's pool at a time: a run's worker connects to SOCKET, the
 keeper passes the connection to a free worker (a file descriptor over the worker's own socket), and the worker
 serves that run's jobs alone until the run closes it, then is free for the next run. A run that finds every
-worker busy gets a new one (it waits for its loads, as it would have for its own worker). Nothing is shared
+worker busy gets a new one (it loads what the run needs first, as the run's own worker would). Nothing is shared
 between runs but the loaded models: a run's synthesis and transcription still wait for no other run's.
 
 The workers are the keeper's processes, not the run's: they outlive each run and end with the keeper (SIGTERM,
@@ -44,7 +44,7 @@ class _Kept:
         theirs.close()
         self.socket = ours
         self.state = "loading"
-        """loading (its models), free, or lent (to a run)."""
+        """loading (starting up), free, or lent (to a run)."""
 
     def lend(self, run: socket.socket) -> bool:
         """Hand `run`'s connection to this worker; False when it has gone meanwhile."""
