@@ -78,14 +78,17 @@ def _hooks_and_checks(tmp_path: Path, spec: TlsSpec | None, resent: list[str]) -
 
 
 def _remote(tmp_path: Path, spec: TlsSpec | None, resent: list[str]) -> Any:
-    return httpx.AsyncClient(**client_options(on_resend=lambda request, reason: resent.append(reason)), timeout=10)
+    # as remote/forward.py makes the forward's client (its `tls:` block); a push goes out on the same options
+    # without one
+    return httpx.AsyncClient(**client_options(tls=spec, on_resend=lambda request, reason: resent.append(reason)),
+                             timeout=10)
 
 
 ROUTES: dict[str, Callable[[Path, TlsSpec | None, list[str]], Any]] = {
     "rest": _rest, "a2a": _a2a, "mcp": _mcp, "model": _model, "hooks+http check": _hooks_and_checks,
     "remote forward+push": _remote,
 }
-WITH_TLS_BLOCK = ("rest", "a2a", "mcp", "model", "hooks+http check")
+WITH_TLS_BLOCK = ("rest", "a2a", "mcp", "model", "hooks+http check", "remote forward+push")
 NO_RESEND = ("hooks+http check",)
 """Routes that never send a request again themselves (a hook's or a check's request is sent once)."""
 ERRORS = (httpx.HTTPError, httpx2.HTTPError)
