@@ -28,9 +28,8 @@ class Unheard:
         return bool(self.turns)
 
     def words(self) -> str:
-        turns = sorted({turn for recorded in self.turns.values() for turn in recorded})
-        which = f"turn {turns[0]}" if len(turns) == 1 else f"turns {', '.join(map(str, turns))}"
-        wait = f"traces.wait ({self.wait_s:g}s)" if self.wait_s is not None else "traces.wait"
+        which = _turns_said(sorted({turn for recorded in self.turns.values() for turn in recorded}))
+        wait = _wait_said(self.wait_s)
         ids = ", ".join(list(self.turns)[:3]) + (f" and {len(self.turns) - 3} more" if len(self.turns) > 3 else "")
         how = f"no span of trace {ids} reached the receiver" if self.source == "receiver" else \
             f"{self.source} did not have trace {ids}"
@@ -64,9 +63,15 @@ def late_note(run: RunView) -> str:
     turns = sorted({e.index for e in run.exchanges if e.agent.trace_id in incomplete})
     if not turns:
         return ""
-    data = next(iter(incomplete.values()))
-    wait = data.get("wait_s")
-    within = f"traces.wait ({wait:g}s)" if isinstance(wait, int | float) else "traces.wait"
-    which = f"turn {turns[0]}" if len(turns) == 1 else f"turns {', '.join(map(str, turns))}"
-    return (f" (the trace of {which} came without the agent's span under tamesu's within {within}: more of it "
-            "may have come too late; raise traces.wait if so)")
+    wait = next(iter(incomplete.values())).get("wait_s")
+    within = _wait_said(wait if isinstance(wait, int | float) else None)
+    return (f" (the trace of {_turns_said(turns)} came without the agent's span under tamesu's within {within}: "
+            "more of it may have come too late; raise traces.wait if so)")
+
+
+def _turns_said(turns: list[int]) -> str:
+    return f"turn {turns[0]}" if len(turns) == 1 else f"turns {', '.join(map(str, turns))}"
+
+
+def _wait_said(wait_s: float | None) -> str:
+    return f"traces.wait ({wait_s:g}s)" if wait_s is not None else "traces.wait"
