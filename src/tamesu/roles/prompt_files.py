@@ -35,14 +35,6 @@ class Prompt:
         text = self.sections[section]
         if not values:
             return _alone(text)
-        formatted = _as_format(text)
-        if formatted is not None:
-            for value in values.values():
-                if type(value) is not str and type(value) is not int:  # a subclass may format otherwise
-                    break
-            else:
-                # what `Template.substitute` gives, in one call instead of a regex callback per placeholder
-                return formatted.format_map(values).strip()
         return _template(text).substitute(values).strip()
 
 
@@ -57,26 +49,6 @@ def _alone(text: str) -> str:
     """A section rendered without values (`no_tool_results`, every turn of a simulated user), made once: one
     with a placeholder is a KeyError each time, as a failed call is not kept."""
     return _template(text).substitute().strip()
-
-
-@cache
-def _as_format(text: str) -> str | None:
-    """A section as a `str.format` string that fills its placeholders as `Template.substitute` does a str's or an
-    int's (their `format` is their `str`), or None when a `$` in it is no placeholder (Template says what is wrong)."""
-    parts: list[str] = []
-    start = 0
-    for match in Template.pattern.finditer(text):
-        parts.append(text[start:match.start()].replace("{", "{{").replace("}", "}}"))
-        start = match.end()
-        name = match.group("named") or match.group("braced")
-        if name is not None:
-            parts.append(f"{{{name}}}")
-        elif match.group("escaped") is not None:
-            parts.append("$")
-        else:
-            return None
-    parts.append(text[start:].replace("{", "{{").replace("}", "}}"))
-    return "".join(parts)
 
 
 def _split(text: str) -> dict[str, str]:
