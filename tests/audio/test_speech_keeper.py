@@ -1,11 +1,12 @@
 """The speech worker keeper (`python -m tamesu.audio.keeper SOCKET`, `TAMESU_SPEECH_KEEPER`): a run borrows warm
 workers, the next run gets the same ones back with their models loaded, two runs at once get a worker each, a
-worker killed by its run is replaced, a keeper that is not there fails the job in one line, and the workers end
-with the keeper."""
+worker killed by its run is replaced, a keeper that is not there fails the job in one line, the workers end
+with the keeper, and no more than `--max-free` stay once the runs at once have given theirs back."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -30,13 +31,13 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-@pytest.fixture
-def keeper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[subprocess.Popen[str]]:
+@contextlib.contextmanager
+def _keeper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *options: str) -> Iterator[subprocess.Popen[str]]:
     """A keeper of this test's own, named in this process's environment (the pool reads it at each start)."""
     from tamesu.audio import pool
 
     path = tmp_path / "keeper.socket"
-    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu.audio.keeper", str(path)]),
+    process = subprocess.Popen(tied([sys.executable, "-m", "tamesu.audio.keeper", str(path), *options]),
                                stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     assert process.stdout.readline().strip() == f"keeping speech workers at {path}"
@@ -50,6 +51,12 @@ def keeper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[subproce
         if process.poll() is None:
             process.terminate()
         process.wait(10)
+
+
+@pytest.fixture
+def keeper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[subprocess.Popen[str]]:
+    with _keeper(tmp_path, monkeypatch) as process:
+        yield process
 
 
 def _say(text: str) -> int:
@@ -141,3 +148,58 @@ def test_a_keeper_that_is_not_there_fails_the_job_in_one_line(tmp_path: Path, mo
     finally:
         pool.shutdown()
     assert str(failed.value) == f"the speech worker keeper at {gone} lent no worker: No such file or directory"
+
+
+_HOLD = ("import asyncio, sys\nfrom tamesu.audio import pool, tts, voices\n"
+         "voice = voices.find(None)\n"
+         "clip = asyncio.run(pool.run('synthesise', tts.piper_say, voice, 'A run at once.', 1.0))\n"
+         "print(len(clip.samples), pool.pids()[0], flush=True)\n"
+         "sys.stdin.readline()\n")  # the worker is held until the test lets the run end
+
+
+def test_runs_at_once_get_a_worker_each_and_no_more_than_max_free_are_kept_once_they_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: every worker started for a peak was kept for good (13 of ~270 MB after the tests at -n 4)
+    with _keeper(tmp_path, monkeypatch, "--max-free", "1") as keeper:
+        _three_runs_at_once(keeper)
+
+
+def _three_runs_at_once(keeper: subprocess.Popen[str]) -> None:
+    runs = [subprocess.Popen(tied([sys.executable, "-c", _HOLD]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    try:
+        lent = set()
+        for run in runs:
+            assert run.stdout is not None
+            said = run.stdout.readline().split()
+            assert len(said) == 2 and int(said[0]) > 1000, run.communicate(timeout=5)
+            lent.add(int(said[1]))
+        assert len(lent) == 3 and _children(keeper.pid) == lent  # all three lent at once, the keeper's
+        for run in runs:
+            run.communicate("\n", timeout=60)  # the run ends: its worker goes back
+            assert run.returncode == 0, run.stderr
+    finally:
+        for run in runs:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    deadline = time.monotonic() + 10
+    while len(_children(keeper.pid)) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = _children(keeper.pid)
+    assert len(left) == 1, f"the keeper kept {len(left)} workers free, --max-free 1"
+    (kept,) = left
+    assert kept in lent
+    for ended in lent - {kept}:
+        assert not alive(ended), "a worker given back beyond --max-free was kept"
+    # the one kept is warm for the next run, which is lent it rather than a new one
+    assert _say("The next run speaks.") == kept
+    assert _children(keeper.pid) == {kept}
+
+
+def test_max_free_must_be_a_count(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "tamesu.audio.keeper", str(tmp_path / "k.socket"), "--max-free",
+                           "-1"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "--max-free: a whole number of workers, 0 or more, not '-1'" in done.stderr, done.stderr
+    assert not (tmp_path / "k.socket").exists()

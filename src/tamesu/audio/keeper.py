@@ -13,6 +13,13 @@ between runs but the loaded models: a run's synthesis and transcription still wa
 The workers are the keeper's processes, not the run's: they outlive each run and end with the keeper (SIGTERM,
 Ctrl-C, or however it dies: each asks Linux to kill it with its parent). A run whose job hangs kills the worker
 it was lent; the keeper starts another when one is next asked for.
+
+Many runs at once need a worker each (two a run: synthesis and transcription), ~270 MB apiece once a model is
+loaded; kept free between the peaks they held that memory for nothing (13 workers after a test suite at -n 4).
+At most `--max-free` workers stay free: one given back beyond that ends, the one that served fewest runs first
+(a worker started for a run that found another free has loaded nothing). The total while runs overlap is not
+capped: a run holds one worker while it asks for its second, so runs waiting for a worker could wait on each
+other until their jobs time out, and a run turned away would start a worker of its own, as big.
 """
 
 from __future__ import annotations
@@ -33,6 +40,12 @@ from tamesu.audio._worker import FREE
 BACKLOG = 64
 
 
+def default_max_free() -> int:
+    """Two a core (a run's synthesis and transcription each keep one busy), at most 8 (~2 GB)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(2 * cores, 8)
+
+
 class _Kept:
     """One worker and the keeper's end of its socket."""
 
@@ -45,6 +58,7 @@ class _Kept:
         self.socket = ours
         self.state = "loading"
         """loading (starting up), free, or lent (to a run)."""
+        self.served = 0
 
     def lend(self, run: socket.socket) -> bool:
         """Hand `run`'s connection to this worker; False when it has gone meanwhile."""
@@ -53,6 +67,7 @@ class _Kept:
         except OSError:
             return False
         self.state = "lent"
+        self.served += 1
         return True
 
     def end(self) -> None:
@@ -63,8 +78,9 @@ class _Kept:
 
 
 class Keeper:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_free: int) -> None:
         self.path = path
+        self.max_free = max_free
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(str(path))
         self.listener.listen(BACKLOG)
@@ -106,10 +122,13 @@ class Keeper:
             return
         # it died: killed by the run it was lent to (a job that hung), or before it was ready, when the
         # run that waits longest for it is told (its connection closed: "the speech worker died")
-        self.selector.unregister(kept.socket)
-        self.kept.remove(kept)
         if kept.state == "loading" and self.waiting:
             self.waiting.popleft().close()
+        self._end(kept)
+
+    def _end(self, kept: _Kept) -> None:
+        self.selector.unregister(kept.socket)
+        self.kept.remove(kept)
         kept.end()
 
     def _pair(self) -> None:
@@ -125,6 +144,9 @@ class Keeper:
             kept = _Kept()
             self.kept.append(kept)
             self.selector.register(kept.socket, selectors.EVENT_READ, kept)
+        free = sorted((kept for kept in self.kept if kept.state == "free"), key=lambda kept: kept.served)
+        for kept in free[:max(len(free) - self.max_free, 0)]:
+            self._end(kept)
 
     def close(self) -> None:
         for run in self.waiting:
@@ -141,13 +163,22 @@ def main(argv: list[str] | None = None) -> None:
                                      description="Keep speech workers warm for the runs that name SOCKET in "
                                                  "TAMESU_SPEECH_KEEPER.")
     parser.add_argument("socket", type=Path, help="the Unix socket to listen on (it must not exist)")
+    parser.add_argument("--max-free", type=_count, default=default_max_free(), metavar="N",
+                        help="workers kept free between runs; one given back beyond N ends (default: two a core, "
+                             f"at most 8: {default_max_free()} here)")
     args = parser.parse_args(argv)
     try:
-        keeper = Keeper(args.socket)
+        keeper = Keeper(args.socket, args.max_free)
     except OSError as exc:
         sys.exit(f"cannot listen on {args.socket}: {exc.strerror or exc}")
     print(f"keeping speech workers at {args.socket}", flush=True)
     keeper.serve()
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a whole number of workers, 0 or more, not {text!r}")
+    return int(text)
 
 
 if __name__ == "__main__":
