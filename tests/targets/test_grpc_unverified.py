@@ -1,12 +1,15 @@
 """`tls.verify: false` on the grpc target: the example agent over TLS with a certificate from a CA made here
 (trustme), which neither the platform's store nor a `ca_file` has, for a name that is not the address dialled.
-The channel goes through a relay on 127.0.0.1 whose TLS checks nothing (`tamesu.net.unverified_grpc`); the run
-warns as every `verify: false` does, doctor probes through the same relay, and the relay ends with the target."""
+The channel goes through a relay on a private Unix socket whose TLS checks nothing (`tamesu.net.unverified_grpc`);
+the run warns as every `verify: false` does, doctor probes through the same relay, the relay listens on no TCP port
+and lets no other user in, and it ends with the target."""
 
 from __future__ import annotations
 
-import socket
+import os
+import stat
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,7 +69,26 @@ def test_verify_false_passes_a_conversation_with_the_warning_and_doctor_probes_t
     assert f"cannot reach the agent at {untrusted.url} after 1 attempt(s)" in said, said
 
 
-async def test_the_relay_ends_with_the_target_and_an_agent_it_cannot_reach_is_said_as_such(
+def _tcp_listeners() -> set[int]:
+    """The TCP ports this process listens on (its sockets' inodes in /proc/net/tcp{,6}, state 0A)."""
+    ours = {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+            if os.path.islink(f"/proc/self/fd/{fd}")}
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and f"socket:[{fields[9]}]" in ours:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+_AS_NOBODY = ("import os, socket, sys\nos.setgroups([])\nos.setgid(65534)\nos.setuid(65534)\n"
+              "socket.socket(socket.AF_UNIX).connect(sys.argv[1])\n")
+"""Root's python becomes another user itself: `subprocess.run(user=)` forks this process, whose gRPC
+threads do not survive a fork, and that user may not be allowed to start the venv's python."""
+
+
+async def test_the_relay_is_private_and_ends_with_the_target_and_an_agent_it_cannot_reach_is_said_as_such(
         untrusted: Agent, tmp_path: Path) -> None:
     from tamesu.conversation import UserTurn
     from tamesu.errors import InfraError
@@ -76,17 +98,27 @@ async def test_the_relay_ends_with_the_target_and_an_agent_it_cannot_reach_is_sa
     spec = GrpcSpec.model_validate({"type": "grpc", "url": untrusted.url, "tls": {"verify": False},
                                     "headers": {"Authorization": f"Bearer {TOKEN}"}})
     target = GrpcTarget(spec, "shop")
+    before = _tcp_listeners()
     await target.open(session)
     try:
         relay = target._relay
         assert relay is not None
         assert "shipped" in (await target.send(UserTurn(text="Where is my order ORD-1001?"))).text
+        # before: it listened on 127.0.0.1, where any local process could call the agent through it (under the
+        # block's client certificate, when it names one) while the run lasted
+        assert _tcp_listeners() == before, "the relay listens on TCP"
+        assert relay.address.startswith("unix:/"), relay.address
+        path = relay.address.removeprefix("unix:")
+        folder = os.stat(os.path.dirname(path))
+        assert stat.S_IMODE(folder.st_mode) == 0o700 and folder.st_uid == os.getuid()
+        if os.getuid() == 0:  # root can become another user to show it
+            other = subprocess.run([sys.executable, "-I", "-c", _AS_NOBODY, path], capture_output=True, text=True,
+                                   timeout=30)
+            assert other.returncode == 1 and "PermissionError" in other.stderr, other.stderr
     finally:
         await target.close()
     assert target._relay is None and events(session, "transport")[0]["url"] == untrusted.url
-    host, port = relay.address.rsplit(":", 1)
-    with pytest.raises(ConnectionRefusedError):  # nothing listens where the relay did
-        socket.create_connection((host, int(port)), timeout=2).close()
+    assert not os.path.exists(os.path.dirname(path)), "the relay's folder outlived it"
     # an agent the relay cannot reach: its reason, not gRPC's "the connection failed" of the relay's socket
     gone = f"grpcs://127.0.0.1:{refused_port()}"
     unreachable = GrpcTarget(GrpcSpec.model_validate({"type": "grpc", "url": gone, "tls": {"verify": False},
@@ -109,3 +141,24 @@ tests:
     assert done.returncode == 3 and "Traceback" not in said, said
     assert ("grpc target shop: tls.verify: false over gRPC connects to shop.invalid:443 directly, and the environment "
             "names a proxy for it: give the agent's CA as tls.ca_file instead, or add the host to NO_PROXY") in said
+
+
+async def test_a_temporary_folder_too_deep_for_a_socket_path_puts_the_relay_in_tmp(
+        untrusted: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from tamesu.net.grpc_channels import grpc_channel, ready
+    from tamesu.net.tls import TlsSpec
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))  # TMPDIR, as tempfile read it
+    channel, relay = grpc_channel(untrusted.url.removeprefix("grpcs://"), True, TlsSpec(verify=False), timeout=5)
+    try:
+        assert relay is not None and relay.address.startswith("unix:/tmp/tamesu-grpc-relay-"), relay
+        assert await ready(channel, 5) == ""
+    finally:
+        await channel.close()
+        assert relay is not None
+        await relay.close()
+    assert not os.path.exists(os.path.dirname(relay.address.removeprefix("unix:")))

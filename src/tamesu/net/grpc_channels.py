@@ -78,7 +78,8 @@ def grpc_channel(target: str, tls: bool, spec: TlsSpec | None, *, timeout: float
             raise TlsError(f"tls.verify: false over gRPC connects to {target} directly, and the environment names a "
                            "proxy for it: give the agent's CA as tls.ca_file instead, or add the host to NO_PROXY")
         relay = UncheckedRelay(target, unchecked_context(spec), spec.server_name, timeout)
-        # the agent sees the authority it was dialled by, and the relay on loopback is never proxied
+        # the agent sees the authority it was dialled by (a unix: target's would be `localhost`), and the relay is
+        # never proxied
         relayed = [*options, ("grpc.default_authority", target), ("grpc.enable_http_proxy", 0)]
         return grpc.aio.insecure_channel(relay.address, options=relayed), relay
     direct = [*options, *grpc_direct_options(target)]

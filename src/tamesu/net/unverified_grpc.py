@@ -1,20 +1,30 @@
 """A gRPC channel's TLS with the certificate unchecked, as `tls.verify: false` asks (the grpc target, a2a over
-gRPC, doctor's probe of either): grpc-python checks every certificate it is given and has no switch to stop, so
-the channel speaks plaintext HTTP/2 to a relay on 127.0.0.1 that carries each of its connections to the agent
-over TLS made by Python's `ssl`, which checks nothing (the name, the CA, the dates) and still presents the
-`tls:` block's client certificate."""
+gRPC, a remote agent's `grpcs://` forward, doctor's probe of either): grpc-python checks every certificate it is
+given and has no switch to stop, so the channel speaks plaintext HTTP/2 to a relay that carries each of its
+connections to the agent over TLS made by Python's `ssl`, which checks nothing (the name, the CA, the dates) and
+still presents the `tls:` block's client certificate.
+
+The relay asks nobody who they are, so it listens where only this user can reach it: a Unix socket in a folder
+of its own, mode 0700, removed when the relay closes. On 127.0.0.1 any local process, another user's too, could
+have sent calls through it to the agent under the block's client certificate while the run lasted. Where Python
+has no Unix sockets (Windows) it listens on 127.0.0.1 as before."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
 import socket
 import ssl
+import tempfile
 
 from tamesu.net.clients import os_reason
 from tamesu.net.tls import TlsError, TlsSpec, readable, ssl_context
 
 _CHUNK = 65536
+_UNIX_PATH_MAX = 104
+"""sun_path's size on macOS, its ending NUL included (Linux's is 108): a longer path cannot be bound."""
 
 
 def unchecked_context(spec: TlsSpec) -> ssl.SSLContext:
@@ -35,10 +45,11 @@ def unchecked_context(spec: TlsSpec) -> ssl.SSLContext:
 
 
 class UncheckedRelay:
-    """Listens on 127.0.0.1 from the moment it is made (a channel may dial it before the loop has run once);
-    each connection accepted is carried to `target` (`host:port`) over unchecked TLS. Why the last one could
-    not be carried is kept in `failure`, for the call that failed to say. `close` ends the listener and every
-    connection."""
+    """Listens from the moment it is made (a channel may dial it before the loop has run once), on a private
+    Unix socket (`address`: `unix:PATH`, a gRPC target); each connection accepted is carried to `target`
+    (`host:port`) over unchecked TLS. Why the last one could not be carried is kept in `failure`, for the call
+    that failed to say. `close` ends the listener and every connection and removes the socket's folder. No
+    socket can be made: TlsError."""
 
     def __init__(self, target: str, context: ssl.SSLContext, server_name: str | None, timeout: float) -> None:
         host, _, port = target.rpartition(":")
@@ -46,16 +57,48 @@ class UncheckedRelay:
         self._context = context
         self._server_name = server_name or self._host
         self._timeout = timeout
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._folder: str | None = None
+        try:
+            self._listener, self.address = self._listen()
+        except OSError as exc:
+            self._remove()
+            raise TlsError(f"tls.verify: false over gRPC: cannot make the relay's socket: {os_reason(exc)}") from None
         self._listener.setblocking(False)
-        self.address = f"127.0.0.1:{self._listener.getsockname()[1]}"
         self.failure: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._starting = asyncio.get_running_loop().create_task(self._start())
 
+    def _listen(self) -> tuple[socket.socket, str]:
+        if not hasattr(socket, "AF_UNIX"):
+            listener = socket.create_server(("127.0.0.1", 0))
+            return listener, f"127.0.0.1:{listener.getsockname()[1]}"
+        # mkdtemp makes the folder 0700: the socket in it is reached by this user alone, whatever its own mode
+        self._folder = tempfile.mkdtemp(prefix="tamesu-grpc-relay-")
+        path = os.path.join(self._folder, "socket")
+        if len(os.fsencode(path)) >= _UNIX_PATH_MAX:  # a long TMPDIR: too long a path to bind
+            os.rmdir(self._folder)
+            self._folder = tempfile.mkdtemp(prefix="tamesu-grpc-relay-", dir="/tmp")
+            path = os.path.join(self._folder, "socket")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(path)
+            listener.listen()
+        except OSError:
+            listener.close()
+            raise
+        return listener, f"unix:{path}"
+
+    def _remove(self) -> None:
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
     async def _start(self) -> None:
-        self._server = await asyncio.start_server(self._carry, sock=self._listener)
+        if self._listener.family == socket.AF_INET:
+            self._server = await asyncio.start_server(self._carry, sock=self._listener)
+        else:
+            self._server = await asyncio.start_unix_server(self._carry, sock=self._listener)
 
     async def _carry(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -87,6 +130,7 @@ class UncheckedRelay:
             self._server.close()
         else:
             self._listener.close()
+        self._remove()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

@@ -4,7 +4,7 @@ Keys: `url` (`grpc://host:port`, or `grpcs://host[:port]` for TLS), `headers` (s
 lower-cased; templates such as `{{secrets.TOKEN}}` render once per run), `mode` (`stream`, the default: one
 `Converse` bidirectional stream per run, a user turn in, its events out; `unary`: one `SendTurn` call per user
 turn), `turn_timeout`, `connect`, `handoff`, `tls` (a grpcs:// url's trust, `net.grpc_channels.grpc_channel`;
-`verify: false` through a relay on 127.0.0.1 that the target closes with its channel).
+`verify: false` through a relay on a private Unix socket that the target closes with its channel).
 
 A turn: the user turn goes out with the run's `session_id` and its number; the agent's events are read until
 the one that ends the turn. Text deltas join into the turn's text (`time_to_first_token_ms` is the arrival of

@@ -31,7 +31,7 @@ async def dial(url: str, connect: ConnectSpec, session: Session, what: str, max_
     channel, so gRPC's own reconnect backoff never stretches tamesu's. `max_receive`: the largest message
     the channel takes (a larger one ends the call RESOURCE_EXHAUSTED, see `too_large`); `tls_spec`: a grpcs://
     channel's `tls:` block (`grpc_channel`: its trust, `server_name`; `verify: false` through a relay on
-    127.0.0.1, returned beside the channel for the caller to close after it)."""
+    a private Unix socket, returned beside the channel for the caller to close after it)."""
     target, tls = dial_target(url)
     shown = session.redactor.text(url)
     reason = ""
