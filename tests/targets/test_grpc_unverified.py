@@ -55,12 +55,13 @@ def test_verify_false_passes_a_conversation_with_the_warning_and_doctor_probes_t
     done: subprocess.CompletedProcess[str] = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
     said = done.stdout + done.stderr
     assert done.returncode == 0, said
-    assert WARNING in said, said
+    # before: Python 3.11 logged each relayed connection the target's close cancelled, with a traceback
+    assert WARNING in said and "Traceback" not in said and "Exception in callback" not in said, said
     doctor = tamesu(["doctor", "suite.yaml"], cwd=tmp_path)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert (f"ok    target stream (grpc) at {untrusted.url}: gRPC channel ready (TCP, TLS with the certificate not "
             "checked, HTTP/2)") in doctor.stdout, doctor.stdout
-    assert WARNING in doctor.stdout + doctor.stderr
+    assert WARNING in doctor.stdout + doctor.stderr and "Traceback" not in doctor.stdout + doctor.stderr
     # without it the certificate is checked, and refused: one line, exit 3
     _suite(tmp_path, untrusted.url, "")
     refused = tamesu(["run", "suite.yaml", "--out", "refused"], cwd=tmp_path)

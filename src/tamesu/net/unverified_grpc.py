@@ -118,6 +118,10 @@ class UncheckedRelay:
                 await asyncio.gather(_pipe(reader, far_writer), _pipe(far_reader, writer))
             finally:
                 far_writer.close()
+        except asyncio.CancelledError:
+            # `close` ends a connection still open this way; ended cancelled, Python 3.11's stream server logs it
+            # as an error with its traceback ("Exception in callback ...", on stderr after every such run)
+            pass
         finally:
             writer.close()
             self._tasks.discard(task)
