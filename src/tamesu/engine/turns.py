@@ -31,8 +31,8 @@ async def converse(
     test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, object],
     spans: RunSpans | None = None, made: list[Target[TargetSpec]] | None = None,
 ) -> tuple[Any, str | None, dict[str, float]]:
-    """The persona loop. Returns the end reason, a failure the agent owns (or None), target metrics; `made` gets
-    the target, whose counts a run cut short by its timeout still reports."""
+    """The persona loop. Returns the end reason, a failure the agent owns (or None), the target's metrics once it
+    is closed; `made` gets the target, whose counts a run cut short by its timeout still reports."""
     target = targets.target_class(test.target.type)(test.target, test.target_name)
     if made is not None:
         made.append(target)
@@ -46,13 +46,15 @@ async def converse(
             return trace
 
         session.conversation_trace_factory = conversation_trace
-        return await _talk(test, target, session, user, exchanges, captured, spans)
+        end, failure = await _talk(test, target, session, user, exchanges, captured, spans)
+    # read once the target is closed: what closing sends (an a2a task waiting for input cancelled) is counted too
+    return end, failure, target.metrics()
 
 
 async def _talk(
     test: PlannedTest, target: Target[TargetSpec], session: Session, user: UserSimulator, exchanges: list[Exchange],
     captured: dict[str, object], spans: RunSpans | None = None,
-) -> tuple[object, str | None, dict[str, float]]:
+) -> tuple[object, str | None]:
     extractor = _extractor(test, session.models)
     try:
         with agents_side(session):
@@ -62,9 +64,9 @@ async def _talk(
             except TurnError as exc:
                 session.event("turn_failed", turn=1, reason=str(exc))
                 where = "turn 1 (the agent's greeting)" if target.greets_first() else "before the first turn"
-                return "turn_failed", f"{where}: {exc}", target.metrics()
+                return "turn_failed", f"{where}: {exc}"
         if (unconnected := _unconnected(test, target)) is not None:
-            return "turn_failed", unconnected, target.metrics()
+            return "turn_failed", unconnected
         spoken = targets.has_audio(test.target.type, test.target)
         if first is not None:
             first.spoken = spoken
@@ -73,7 +75,7 @@ async def _talk(
             heard_unasked(spans, 1, greeted_from)
             await capture_from(first, test.spec.capture, captured, session, extractor)
             if first.ended:
-                return "agent_ended", None, target.metrics()
+                return "agent_ended", None
         # a browser test's steps are its turns: all of them are taken, whatever max_turns says
         turns_left = max(test.spec.scenario.max_turns, len(test.spec.steps))
         simulator = user if isinstance(user, ModelSimulator) else None  # an ABC's check: once, not every turn
@@ -82,7 +84,7 @@ async def _talk(
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
                 said = why_unset(exc, test.spec.capture, captured, len(exchanges))
-                return "script_done", f"the next user turn could not be written: {said}", target.metrics()
+                return "script_done", f"the next user turn could not be written: {said}"
             except InfraError:
                 if simulator is not None:  # the answers it gave up on are the error's story
                     _simulator_attempts(simulator, session, gave_up=True)
@@ -101,7 +103,7 @@ async def _talk(
                 continue
             turns_left -= 1
             if action.turn is None:
-                return action.stop or "simulator_stopped", action.failure, target.metrics()
+                return action.stop or "simulator_stopped", action.failure
             index = len(exchanges) + 1
             sent_at = session.now_ms()
             try:
@@ -124,7 +126,7 @@ async def _talk(
                 exchanges.append(Exchange(index, action.turn, failed))
                 session.event("turn_failed", turn=index, reason=str(exc))
                 what = "step" if action.turn.source == "step" else "turn"
-                return "turn_failed", f"{what} {index}: {exc}", target.metrics()
+                return "turn_failed", f"{what} {index}: {exc}"
             except TemplateError as exc:  # `{{captured.x}}` in a request before anything captured it
                 raise InfraError(f"turn {index}: the request could not be written: {exc}") from None
             agent.trace_id = agent.trace_id or sent_trace
@@ -136,10 +138,10 @@ async def _talk(
             exchanges.append(Exchange(index, action.turn, agent))
             await capture_from(agent, test.spec.capture, captured, session, extractor)
             if agent.handoff is not None:
-                return "handoff", None, target.metrics()
+                return "handoff", None
             if agent.ended:
-                return "agent_ended", None, target.metrics()
-        return "max_turns", None, target.metrics()
+                return "agent_ended", None
+        return "max_turns", None
     finally:
         try:
             await asyncio.shield(target.close())
@@ -164,7 +166,7 @@ def _simulator_attempts(user: ModelSimulator, session: Session, gave_up: bool = 
 async def _hear_more(
     test: PlannedTest, target: Target[TargetSpec], session: Session, timeout: float, exchanges: list[Exchange],
     captured: dict[str, object], spoken: bool, extractor: Extractor | None, spans: RunSpans | None = None,
-) -> tuple[object, str | None, dict[str, float]] | None:
+) -> tuple[object, str | None] | None:
     """The agent's next utterance, unprompted (a `wait_for` still listening), as a turn without a user turn;
     the conversation's end when it failed or the agent ended it, else None. Listening takes no turn of
     `max_turns`: the wait's `timeout` bounds it."""
@@ -173,7 +175,7 @@ async def _hear_more(
         since, more = time.time_ns(), await target.listen(timeout)
     except TurnError as exc:
         session.event("turn_failed", turn=index, reason=str(exc))
-        return "turn_failed", f"turn {index} (listening): {exc}", target.metrics()
+        return "turn_failed", f"turn {index} (listening): {exc}"
     if more is None:
         return None
     more = checked_turn(more, target.kind)
@@ -184,8 +186,8 @@ async def _hear_more(
     heard_unasked(spans, index, since)
     await capture_from(more, test.spec.capture, captured, session, extractor)
     if more.handoff is not None:
-        return "handoff", None, target.metrics()
-    return ("agent_ended", None, target.metrics()) if more.ended else None
+        return "handoff", None
+    return ("agent_ended", None) if more.ended else None
 
 
 def _unconnected(test: PlannedTest, target: Target[TargetSpec]) -> str | None:
