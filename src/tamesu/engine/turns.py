@@ -14,7 +14,7 @@ from tamesu.engine.capture import capture_from, why_unset
 from tamesu.engine.fault import agents_side
 from tamesu.engine.grading import unasked
 from tamesu.engine.traces import expect_turn
-from tamesu.errors import InfraError, TemplateError
+from tamesu.errors import InfraError, SuiteProblem, TemplateError
 from tamesu.models.base import Models
 from tamesu.plan import PlannedTest
 from tamesu.roles.extractor import Extractor
@@ -58,7 +58,7 @@ async def _talk(
     extractor = _extractor(test, session.models)
     try:
         with agents_side(session):
-            await target.open(session)
+            await _open(target, session)
             try:
                 greeted_from, first = time.time_ns(), await target.greeting()
             except TurnError as exc:
@@ -128,7 +128,10 @@ async def _talk(
                 what = "step" if action.turn.source == "step" else "turn"
                 return "turn_failed", f"{what} {index}: {exc}"
             except TemplateError as exc:  # `{{captured.x}}` in a request before anything captured it
-                raise InfraError(f"turn {index}: the request could not be written: {exc}") from None
+                said = f"turn {index}: the request could not be written: {exc}"
+                if not exchanges and _captured(exc):  # nothing heard yet: no agent could have given it a value
+                    raise SuiteProblem(f"{said}: nothing is captured before the first turn") from None
+                raise InfraError(said) from None
             agent.trace_id = agent.trace_id or sent_trace
             expect_turn(spans, agent.trace_id, index)  # a trace id the target learned while sending
             agent.spoken = spoken
@@ -147,6 +150,31 @@ async def _talk(
             await asyncio.shield(target.close())
         except Exception as exc:
             session.event("close_failed", reason=f"{type(exc).__name__}: {exc}")
+
+
+async def _open(target: Target[TargetSpec], session: Session) -> None:
+    """Open the target. A `{{captured.NAME}}` it renders as it opens (a plug-in's key, the text of a
+    `system_file`; validate refuses those of the built-in types' keys) can never have a value, nothing being
+    said yet: the suite's mistake (exit 2), not the infrastructure's."""
+    try:
+        await target.open(session)
+    except (InfraError, TemplateError) as exc:
+        if isinstance(exc, SuiteProblem) or not _captured(exc):
+            raise
+        raise SuiteProblem(f"{exc}: the target renders it as it opens, before the first turn, so nothing is "
+                           "captured yet") from None
+
+
+def _captured(exc: BaseException) -> bool:
+    """Whether `exc` is, or was raised for, a `{{captured.NAME}}` that had no value (targets wrap it)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, TemplateError) and (seen.expr or "").startswith("captured."):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _simulator_attempts(user: ModelSimulator, session: Session, gave_up: bool = False) -> bool:
