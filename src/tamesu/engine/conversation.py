@@ -11,22 +11,22 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tamesu import plugins, targets
 from tamesu.checks.base import RunView
-from tamesu.conversation import Exchange, Session, TurnError
+from tamesu.conversation import Exchange, Session
 from tamesu.engine import metrics as metric_math
-from tamesu.engine.capture import capture_from, unfound, why_unset
-from tamesu.engine.fault import agents_side, attribute
-from tamesu.engine.grading import completed_turns, grade, planned_checks, unasked
+from tamesu.engine.capture import unfound
+from tamesu.engine.fault import attribute
+from tamesu.engine.grading import completed_turns, grade, planned_checks
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.timeouts import timed_out
-from tamesu.engine.traces import SuiteTraces, attach, expect_turn, failed_turn_said, spans_back, spans_warnings
-from tamesu.errors import BudgetExceeded, InfraError, SuiteProblem, TemplateError
+from tamesu.engine.traces import SuiteTraces, attach, failed_turn_said, spans_back, spans_warnings
+from tamesu.engine.turns import converse
+from tamesu.errors import BudgetExceeded, InfraError, SuiteProblem
 from tamesu.models import queueing
-from tamesu.models.base import ModelError, Models
+from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry
 from tamesu.models.ledger import Ledger
 from tamesu.models.said import one_line
@@ -34,18 +34,12 @@ from tamesu.plan import PlannedTest
 from tamesu.remote.group import RemoteAgents
 from tamesu.results.records import AssertionResult, RunResult, Transcript, TranscriptLine, TurnRecord
 from tamesu.roles.counterpart import CounterpartUser
-from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
 from tamesu.roles.steps import StepsUser
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import Context, Environ
 from tamesu.targets.base import Target, TargetSpec
-from tamesu.targets.bounds import bound_turn, checked_turn
-from tamesu.targets.handoff_signal import signalled
-from tamesu.telemetry import otel
-from tamesu.telemetry.collector import RunSpans, heard_unasked
 from tamesu.telemetry.spans import SpansFile
-from tamesu.telemetry.traceparent import TraceContext
 
 
 @dataclass
@@ -164,7 +158,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             if isinstance(user, CounterpartUser):
                 remote_agents.others = user.speaking_at
             await remote_agents.start()  # before the target opens: its config may name their URLs
-            result.end_reason, failure, target_metrics = await _converse(test, session, user, exchanges, captured,
+            result.end_reason, failure, target_metrics = await converse(test, session, user, exchanges, captured,
                                                                          run_spans, made)
         if failure:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
@@ -305,182 +299,6 @@ def _spending(ledger: Ledger | None) -> dict[str, float]:
     totals = ledger.totals()
     return {"llm_cost_usd": round(totals.usd, 6), "llm_tokens": float(totals.tokens),
             "llm_retries": float(totals.retries), "llm_timeouts": float(totals.timeouts)}
-
-
-async def _converse(
-    test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, object],
-    spans: RunSpans | None = None, made: list[Target[TargetSpec]] | None = None,
-) -> tuple[Any, str | None, dict[str, float]]:
-    """The persona loop. Returns the end reason, a failure the agent owns (or None), target metrics; `made` gets
-    the target, whose counts a run cut short by its timeout still reports."""
-    target = targets.target_class(test.target.type)(test.target, test.target_name)
-    if made is not None:
-        made.append(target)
-    with contextlib.ExitStack() as conversation:
-        # a target that connects before its first turn asks for the conversation's trace (its handshake's);
-        # with OpenTelemetry its span then lasts until the target is closed (tamesu.telemetry.traceparent)
-        def conversation_trace() -> TraceContext:
-            trace = conversation.enter_context(otel.active().conversation(test=test.id, target=test.target_name))
-            if spans is not None:
-                spans.expect(trace.trace_id, None, trace.span_id)
-            return trace
-
-        session.conversation_trace_factory = conversation_trace
-        return await _talk(test, target, session, user, exchanges, captured, spans)
-
-
-async def _talk(
-    test: PlannedTest, target: Target[TargetSpec], session: Session, user: UserSimulator, exchanges: list[Exchange],
-    captured: dict[str, object], spans: RunSpans | None = None,
-) -> tuple[object, str | None, dict[str, float]]:
-    extractor = _extractor(test, session.models)
-    try:
-        with agents_side(session):
-            await target.open(session)
-            try:
-                greeted_from, first = time.time_ns(), await target.greeting()
-            except TurnError as exc:
-                session.event("turn_failed", turn=1, reason=str(exc))
-                where = "turn 1 (the agent's greeting)" if target.greets_first() else "before the first turn"
-                return "turn_failed", f"{where}: {exc}", target.metrics()
-        if (unconnected := _unconnected(test, target)) is not None:
-            return "turn_failed", unconnected, target.metrics()
-        spoken = targets.has_audio(test.target.type, test.target)
-        if first is not None:
-            first.spoken = spoken
-            first.trace_id = first.trace_id or target.turn_trace_id(session)
-            exchanges.append(Exchange(1, None, first))
-            heard_unasked(spans, 1, greeted_from)
-            await capture_from(first, test.spec.capture, captured, session, extractor)
-            if first.ended:
-                return "agent_ended", None, target.metrics()
-        # a browser test's steps are its turns: all of them are taken, whatever max_turns says
-        turns_left = max(test.spec.scenario.max_turns, len(test.spec.steps))
-        simulator = user if isinstance(user, ModelSimulator) else None  # an ABC's check: once, not every turn
-        while turns_left > 0:
-            try:
-                action = await user.next_turn(exchanges, session.context)
-            except TemplateError as exc:
-                said = why_unset(exc, test.spec.capture, captured, len(exchanges))
-                return "script_done", f"the next user turn could not be written: {said}", target.metrics()
-            except InfraError:
-                if simulator is not None:  # the answers it gave up on are the error's story
-                    _simulator_attempts(simulator, session, gave_up=True)
-                raise
-            if simulator is not None:
-                asked = _simulator_attempts(simulator, session)
-                if asked:  # with the words it was given: a change of prompt explains a change of conversation
-                    session.event("simulator", reasoning=simulator.last_reasoning, stop=action.stop,
-                                  prompt=simulator.prompt.version)
-            if action.note:
-                session.event("user_side", **action.note)
-            if action.listen is not None:
-                if (end := await _hear_more(test, target, session, action.listen, exchanges, captured, spoken,
-                                            extractor, spans)) is not None:
-                    return end
-                continue
-            turns_left -= 1
-            if action.turn is None:
-                return action.stop or "simulator_stopped", action.failure, target.metrics()
-            index = len(exchanges) + 1
-            sent_at = session.now_ms()
-            try:
-                with otel.active().turn(test=test.id, turn=index) as trace:
-                    session.trace = trace
-                    expect_turn(spans, trace.trace_id, index, trace.span_id)  # before the agent can answer
-                    try:
-                        with agents_side(session):
-                            agent = checked_turn(await target.send(action.turn), target.kind)
-                    finally:
-                        sent_trace = target.turn_trace_id(session)
-                        session.trace = None  # what the target sends between turns is no turn's
-                        if spans is not None:
-                            spans.turn_ended()
-            except TurnError as exc:
-                # what the agent did before it failed, and how long it took to fail, are the turn's
-                failed = metric_math.failed_turn(exc, sent_at, session.now_ms(), sent_trace)
-                for call in failed.tool_calls:
-                    call.turn = index
-                exchanges.append(Exchange(index, action.turn, failed))
-                session.event("turn_failed", turn=index, reason=str(exc))
-                what = "step" if action.turn.source == "step" else "turn"
-                return "turn_failed", f"{what} {index}: {exc}", target.metrics()
-            except TemplateError as exc:  # `{{captured.x}}` in a request before anything captured it
-                raise InfraError(f"turn {index}: the request could not be written: {exc}") from None
-            agent.trace_id = agent.trace_id or sent_trace
-            expect_turn(spans, agent.trace_id, index)  # a trace id the target learned while sending
-            agent.spoken = spoken
-            agent = bound_turn(signalled(target, agent, session), target.spec.max_response_bytes, session, index)
-            for call in agent.tool_calls:
-                call.turn = index
-            exchanges.append(Exchange(index, action.turn, agent))
-            await capture_from(agent, test.spec.capture, captured, session, extractor)
-            if agent.handoff is not None:
-                return "handoff", None, target.metrics()
-            if agent.ended:
-                return "agent_ended", None, target.metrics()
-        return "max_turns", None, target.metrics()
-    finally:
-        try:
-            await asyncio.shield(target.close())
-        except Exception as exc:
-            session.event("close_failed", reason=f"{type(exc).__name__}: {exc}")
-
-
-def _simulator_attempts(user: ModelSimulator, session: Session, gave_up: bool = False) -> bool:
-    """Record each answer of the simulator's last ask that was not taken as it came (asked again, or read after
-    a repair; the last answer of an ask it gave up on was not asked again); whether the model was asked at all
-    (the script's steps ask none)."""
-    asked = bool(user.last_attempts)
-    for attempt in unasked(user.last_attempts) if gave_up else user.last_attempts:
-        if attempt.outcome == "rejected":
-            session.event("simulator_reasked", attempt=attempt.number, reason=attempt.reason)
-        elif attempt.outcome == "repaired":
-            session.event("simulator_repaired", attempt=attempt.number, reason=attempt.reason)
-    user.last_attempts = []
-    return asked
-
-
-async def _hear_more(
-    test: PlannedTest, target: Target[TargetSpec], session: Session, timeout: float, exchanges: list[Exchange],
-    captured: dict[str, object], spoken: bool, extractor: Extractor | None, spans: RunSpans | None = None,
-) -> tuple[object, str | None, dict[str, float]] | None:
-    """The agent's next utterance, unprompted (a `wait_for` still listening), as a turn without a user turn;
-    the conversation's end when it failed or the agent ended it, else None. Listening takes no turn of
-    `max_turns`: the wait's `timeout` bounds it."""
-    index = len(exchanges) + 1
-    try:
-        since, more = time.time_ns(), await target.listen(timeout)
-    except TurnError as exc:
-        session.event("turn_failed", turn=index, reason=str(exc))
-        return "turn_failed", f"turn {index} (listening): {exc}", target.metrics()
-    if more is None:
-        return None
-    more = checked_turn(more, target.kind)
-    more.spoken = spoken
-    more.trace_id = more.trace_id or target.turn_trace_id(session)
-    more = bound_turn(signalled(target, more, session), target.spec.max_response_bytes, session, index)
-    exchanges.append(Exchange(index, None, more))
-    heard_unasked(spans, index, since)
-    await capture_from(more, test.spec.capture, captured, session, extractor)
-    if more.handoff is not None:
-        return "handoff", None, target.metrics()
-    return ("agent_ended", None, target.metrics()) if more.ended else None
-
-
-def _unconnected(test: PlannedTest, target: Target[TargetSpec]) -> str | None:
-    """The failure of a session that never reached the agent (a busy or unanswered call), unless the test
-    asserts how it ended: then that assertion grades it, and a suite can expect a busy line."""
-    why = target.never_connected()
-    if why is None or any(a.check.grades_unconnected for a in test.assertions):
-        return None
-    return f"before the first turn: {why}"
-
-
-def _extractor(test: PlannedTest, models: Models | None) -> Extractor | None:
-    if models is None or not any(c.extract for c in test.spec.capture):
-        return None
-    return Extractor(models.client("extract"))
 
 
 def _lines(exchanges: list[Exchange]) -> list[TranscriptLine]:

@@ -87,6 +87,9 @@ class Runner:
         self.budget_exceeded = False
         self._slots = asyncio.Semaphore(max(1, options.parallel))
         self._pinned = asyncio.Lock()
+        self._in_turn = asyncio.Lock()
+        """At --parallel 1, held by a test from its first run until it is recorded: the slot alone let the next
+        test start (its RUN line) before the last one's verdict was printed."""
         """Held by a run whose suite has remote agents on a fixed `addr`: two such runs would fight for the port."""
         self.ledger = Ledger(plan.project.spec.budget)
         cache_spec = plan.project.spec.cache
@@ -297,11 +300,12 @@ class Runner:
     async def _traced_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None,
                            traces: SuiteTraces | None = None) -> None:
         """The test under a span of its own (when tamesu exports spans), its status on it."""
-        with otel.active().span("tamesu.test", test=test.id, suite=test.suite.name) as span:
-            await self._run_test(test, directory, models, traces)
-            if span is not None:
-                recorded = next((r for r in reversed(self.results) if r.id == test.id), None)
-                span.set_attribute("tamesu.status", recorded.status if recorded else "not recorded")
+        async with self._in_turn if self.options.parallel <= 1 else contextlib.nullcontext():
+            with otel.active().span("tamesu.test", test=test.id, suite=test.suite.name) as span:
+                await self._run_test(test, directory, models, traces)
+                if span is not None:
+                    recorded = next((r for r in reversed(self.results) if r.id == test.id), None)
+                    span.set_attribute("tamesu.status", recorded.status if recorded else "not recorded")
 
     def _cannot_write(self, path: Path, exc: OSError) -> None:
         """A full disk or an unwritable folder mid-run: no new run starts, what finished is kept."""

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 
 from tamesu.errors import Problem, article
+from tamesu.plan._opened import opened_key
 from tamesu.plan.model import PlannedTest
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import TURN_ROOTS, references, walk_strings
@@ -55,6 +56,13 @@ def check_templates(
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
                                                 "target's request (its url, headers, body); a test's script and "
                                                 "assertions have none"))
+                elif prefix[0] == "targets" and (held := _captured_in(expr, test)) \
+                        and (key := _opened(raw_target, path)):
+                    # the target renders it once, as it opens: exit 3 when it did, or a turn that failed
+                    via = f" (which holds {{{{{held}}}}})" if held != expr else ""
+                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}{via}: the target renders its "
+                                                f"{key} as it opens, before the first turn, so nothing is captured "
+                                                "yet"))
                 elif prefix[0] == "tests" and root == "captured" and path[:3] == ("scenario", "script", 0) \
                         and _said_first(test, raw_test):
                     problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the first step is said before "
@@ -94,6 +102,29 @@ def check_templates(
                                                 "assertion runs after they stop"))
 
 
+
+
+def _captured_in(expr: str, test: PlannedTest) -> str | None:
+    """The `captured.NAME` a template names, itself or through the var it names."""
+    if expr.startswith("captured."):
+        return expr
+    if (m := _VAR_REF.match(expr)) and m.group(1) in test.vars:
+        for _, text in walk_strings(test.vars[m.group(1)]):
+            for inner, _ in references(text):
+                if inner.startswith("captured."):
+                    return inner
+    return None
+
+
+def _opened(raw_target: object, path: tuple[object, ...]) -> str | None:
+    """The key of a built-in target's configuration holding `path` that is rendered as the target opens."""
+    from tamesu import plugins, targets
+
+    kind = raw_target.get("type") if isinstance(raw_target, dict) else None
+    if not isinstance(raw_target, dict) or not isinstance(kind, str) or not targets.is_known(kind) \
+            or not plugins.is_built_in("targets", kind):
+        return None
+    return opened_key(kind, raw_target, path)
 
 
 def _shared_by(test: PlannedTest) -> str:

@@ -44,9 +44,9 @@ its JSON-RPC code (the same A2A error's code on every binding) and message. A tu
 with TurnError, without waiting for the agent.
 
 Metrics: `a2a_tasks` (tasks the session saw), `a2a_requests` (calls that reached the agent: sends, streams,
-polls, resubscribes, cancels made before the run's metrics are taken, the extended card; not the public card),
-`a2a_skills` (on the card, the extended one when read; absent without a card), `a2a_pushes` (with push),
-`a2a_resubscribes` (with stream).
+polls, resubscribes, the extended card, the cancel made at close, since the engine reads the metrics once the
+target is closed; not the public card), `a2a_skills` (on the card, the extended one when read; absent without a
+card), `a2a_pushes` (with push), `a2a_resubscribes` (with stream).
 """
 
 from __future__ import annotations

@@ -479,7 +479,7 @@ class SipTarget(Target[SipSpec]):
                 self._phone = None
                 ended = phone.call.ended
                 if ended is not None and self._answered is not None:
-                    # the engine has read metrics() by now; what close measures goes in the session's counters
+                    # in the session's counters: a run cut short by its timeout keeps them too
                     session.counters["call_duration_ms"] = round((ended.at - self._answered) * 1000, 3)
                 if self._voice is not None:
                     with contextlib.suppress(Exception):
