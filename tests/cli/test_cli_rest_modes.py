@@ -149,6 +149,7 @@ tests:
   - name: early
     target: api
     capture: [ {{ name: order, regex: "(ORD-[0-9]+)" }} ]
+    retries: 2
     scenario: {{ script: [ {{ say: hi }} ] }}
 """)
     result = tamesu(["run", "s.yaml", "--out", "out"], cwd=tmp_path)
@@ -156,3 +157,6 @@ tests:
     assert result.returncode == 2, said  # nothing can be captured before the first turn: the suite's error
     assert "turn 1: the request could not be written: {{captured.order}} has no value" in said, said
     assert "internal error" not in said and not list((tmp_path / "out").rglob("traceback.txt"))
+    # `retries` are for infrastructure: the suite's own mistake comes out the same every time, so it is not re-run
+    [run] = [p.parent.name for p in (tmp_path / "out").rglob("result.json")]
+    assert run == "run-1", run

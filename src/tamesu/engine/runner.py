@@ -480,8 +480,8 @@ class Runner:
                 self.reporter.warning(f"{test.id}: {message}")
             if outcome.budget_exceeded:
                 self._over_budget(test)
-            if outcome.result.status != "error" or outcome.budget_exceeded:
-                break
+            if outcome.result.status != "error" or outcome.budget_exceeded or outcome.result.fault == "suite":
+                break  # `retries` are for infrastructure: the suite's own mistake would come out the same again
         return outcome
 
 
