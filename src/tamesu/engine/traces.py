@@ -140,15 +140,18 @@ async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stoppin
     if spans is None or traces is None:
         return None, None
     if not stopping and reached and spans.trace_ids:
-        await spans.settle(traces.spec.wait)
-        if traces.query is not None:
-            try:
+        try:
+            await spans.settle(traces.spec.wait)
+            if traces.query is not None:
                 fetched = await traces.query.fetch_all(spans.trace_ids, traces.spec.wait)
-            except QueryError as exc:
-                return spans.close(), str(exc)
-            spans.fetched(fetched.spans, fetched.not_found)
-        else:
-            spans.unheard(recorded)
+                spans.fetched(fetched.spans, fetched.not_found)
+            else:
+                spans.unheard(recorded)
+        except QueryError as exc:
+            return spans.close(), str(exc)
+        except BaseException:
+            spans.close()  # a run cut off while it waited leaves the collector too
+            raise
     return spans.close(), None
 
 

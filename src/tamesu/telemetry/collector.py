@@ -20,6 +20,9 @@ _CONVERSATION = -1
 """The route of a conversation's trace (or of one id sent with several turns): its spans are placed on turns by
 their start time, read on tamesu's clock (`_clocks`)."""
 _OTHER_TRACES_REMEMBERED = 100_000
+_CLOSED_REMEMBERED = 100_000
+"""Trace ids of graded runs, remembered (with the run's label, the oldest let go first) so that a span of one
+that comes late is counted as late and said with its run, rather than kept alive with the whole run."""
 _UNROUTED_KEPT = 10_000
 """Spans of traces no run has named yet, held for a run that names their id once its turn is answered (an id the
 target learned while sending: the suite's own `traceparent`), the oldest traces let go first."""
@@ -86,6 +89,9 @@ class SpanCollector:
 
     def __init__(self) -> None:
         self._routes: dict[str, tuple[RunSpans, int]] = {}
+        """The trace ids of the runs not graded yet: a run's leave when it is (`closed`)."""
+        self._closed: dict[str, str] = {}
+        """Trace ids of graded runs, with the run's label (`_CLOSED_REMEMBERED`)."""
         self._other: set[str] = set()
         self._unrouted: dict[str, list[Span]] = {}
         self._unrouted_count = 0
@@ -95,19 +101,35 @@ class SpanCollector:
         """`label`: the run as the warnings name it (`suite/test run 2`)."""
         return RunSpans(self, max_spans, label)
 
+    @property
+    def routed(self) -> int:
+        """How many trace ids runs not graded yet wait for."""
+        return len(self._routes)
+
+    def closed(self, run: RunSpans) -> None:
+        """`run` was graded: its traces' later spans are only counted, as late."""
+        for trace_id in run.trace_ids:
+            route = self._routes.get(trace_id)
+            if route is not None and route[0] is run:
+                del self._routes[trace_id]
+                self._closed.pop(trace_id, None)
+                self._closed[trace_id] = run.label
+        while len(self._closed) > _CLOSED_REMEMBERED:
+            del self._closed[next(iter(self._closed))]
+
     def take(self, spans: Iterable[Span]) -> None:
         for span in spans:
             route = self._routes.get(span.trace_id)
-            if route is None:
+            if route is None and (graded := self._closed.get(span.trace_id)) is not None:
+                self.dropped.late_spans += 1
+                late = self.dropped.late_runs
+                late[graded] = late.get(graded, 0) + 1
+            elif route is None:
                 self.dropped.other_spans += 1
                 if span.trace_id not in self._other and len(self._other) < _OTHER_TRACES_REMEMBERED:
                     self._other.add(span.trace_id)
                     self.dropped.other_traces += 1
                 self._hold(span)
-            elif route[0].closed:
-                self.dropped.late_spans += 1
-                late = self.dropped.late_runs
-                late[route[0].label] = late.get(route[0].label, 0) + 1
             else:
                 route[0].add(span, None if route[1] == _CONVERSATION else route[1])
 
@@ -172,7 +194,7 @@ class RunSpans:
         known = self._collector._routes.get(trace_id)
         if turn is not None and known is not None and known[0] is self and known[1] == _CONVERSATION:
             return  # a turn that recorded the conversation's trace: its spans are placed by time
-        if known is not None and known[0] is not self:
+        if (known is not None and known[0] is not self) or trace_id in self._collector._closed:
             self._collector.dropped.shared_ids.add(trace_id)
         now = time.time_ns()
         if turn is not None:
@@ -240,6 +262,7 @@ class RunSpans:
     def close(self) -> SpansFile:
         """What the run keeps; later spans of its traces are counted as late."""
         self.closed = True
+        self._collector.closed(self)
         skew = skew_ns(self.kept, self._own, self._conversation, self._sent)
         starts = sorted((at + skew, turn) for at, turn in self._turn_starts)  # on the agent's clock
         for index, span in enumerate(self.kept):
