@@ -200,6 +200,7 @@ class RunSpans:
         if turn is not None:
             self._turn_starts.append((now, turn))
             self._sent.turns.setdefault(turn, now)
+            self._sent.first_turn = self._sent.first_turn or now
             self._turn = turn
         else:
             self._conversation.add(trace_id)
@@ -224,6 +225,7 @@ class RunSpans:
         """`turn` began at `at_ns` (tamesu's clock) with nothing sent: it owns no trace, and is no bound on the
         agent's clock; a conversation's spans from then on are its."""
         self._turn_starts.append((at_ns, turn))
+        self._sent.first_turn = min(self._sent.first_turn or at_ns, at_ns)
 
     def fetched(self, spans: Iterable[Span], not_found: list[str]) -> None:
         """What the tracing backend had of this run's traces (`traces.query`), routed as received spans are."""
@@ -263,7 +265,7 @@ class RunSpans:
         """What the run keeps; later spans of its traces are counted as late."""
         self.closed = True
         self._collector.closed(self)
-        skew = skew_ns(self.kept, self._own, self._conversation, self._sent)
+        skew = skew_ns(self.kept, self._own, self._conversation, self._sent, self._parents)
         starts = sorted((at + skew, turn) for at, turn in self._turn_starts)  # on the agent's clock
         for index, span in enumerate(self.kept):
             if span.turn is None and starts:
