@@ -246,10 +246,54 @@ def test_a_trace_id_sent_by_two_runs_is_said(tmp_path: Path, tamesu, serve, agen
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     warnings = json.loads((run_dir(tmp_path) / "run.json").read_text())["warnings"]
-    assert "traces: 1 trace id(s) were sent by more than one run (a traceparent the suite sets itself, the same in " \
-           "every run): their spans cannot be told apart and went to the run that sent the id last; leave " \
-           "traceparent to tamesu, which sends each turn its own: 4bf92f3577b34da6a3ce929d0e0e4736" \
-           in warnings, warnings
+    assert SHARED_SAID in warnings, warnings
+    # one after the other, each run had the spans that came while it went: nothing shared at once
+    for run in (1, 2):
+        _detail, spans = run_files(tmp_path, "order", run)
+        assert spans["shared"] == [] and len(spans["spans"]) == 5, (run, spans)
+
+
+SHARED_SAID = ("traces: 1 trace id(s) were sent by more than one run (a traceparent the suite sets itself, the same "
+               "in every run): their spans went to every run that had sent the id and was not graded yet when they "
+               "came, and checks of them in runs that went at once were not decided; leave traceparent to tamesu, "
+               "which sends each turn its own: 4bf92f3577b34da6a3ce929d0e0e4736")
+
+
+def test_a_trace_id_two_runs_send_at_once_goes_to_both_and_decides_nothing(tmp_path: Path, tamesu, serve, agents,
+                                                                           receive) -> None:
+    # two runs at once with the suite's own traceparent: a span of it cannot say which run it is of. Before,
+    # every span went to the run that sent the id last (that run counted both runs' lookups, the other none, and
+    # its `tool_called` failed the agent)
+    _agent, url = start(serve, agents, receive)
+    fixed = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    project(tmp_path, receive, url, TWO_TURNS.replace("    target: shop\n", "    target: shop\n    repeat: 2\n") + """\
+    assert:
+      - { name: looked it up, tool_called: lookup_order }
+      - { name: one lookup, span: { name: 'execute_tool .*', count: { equals: 1 } } }
+""", traces="wait: 1s")
+    suite = (tmp_path / "suite.yaml").read_text()
+    (tmp_path / "suite.yaml").write_text(suite.replace("type: rest,",
+                                                      f"type: rest, headers: {{ traceparent: '{fixed}' }},"))
+    result = tamesu(["run", "--out", "out", "--parallel", "2"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert SHARED_SAID in json.loads((run_dir(tmp_path) / "run.json").read_text())["warnings"]
+    for run in (1, 2):
+        detail, spans = run_files(tmp_path, "order", run)
+        assert spans["shared"] == ["4bf92f3577b34da6a3ce929d0e0e4736"], (run, spans["shared"])
+        # each run has every span of both: the waterfalls show them, no run's are lost
+        assert sorted(s["name"] for s in spans["spans"]).count("execute_tool lookup_order") == 2, spans
+        assert [e["data"] for e in detail["events"] if e["name"] == "trace_shared"] == \
+            [{"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "turn": 1}]
+        assert detail["status"] == "error" and detail["fault"] == "environment", detail
+        reasons = {a["name"]: (a["passed"], a["reason"]) for a in detail["assertions"]}
+        shared = ("not decided: the agent's spans of turns 1, 2 are of trace 4bf92f3577b34da6a3ce929d0e0e4736, "
+                  "which another run sent at the same time too (a traceparent the suite sets itself): whose run "
+                  "each span is of cannot be told (trace_shared)")
+        assert reasons["looked it up"] == (False, f"{shared} (tools called: lookup_order, lookup_order); leave "
+                                                  "traceparent to tamesu, which sends each turn its own, or run "
+                                                  "these tests one at a time"), reasons
+        assert reasons["one lookup"][1].startswith(f"{shared} (2 span(s) with name ~ 'execute_tool .*' among 10)"), \
+            reasons
 
 
 def test_a_run_that_never_reached_the_agent_waits_for_no_spans(tmp_path: Path, tamesu, receive) -> None:

@@ -28,9 +28,12 @@ class Unheard:
     incomplete: dict[str, list[int]] = field(default_factory=dict)
     """Each trace id that came without the agent's span under tamesu's (`trace_incomplete`: its root on the
     agent's side, which ends last and so goes in a batching exporter's last batch), with its turns."""
+    shared: dict[str, list[int]] = field(default_factory=dict)
+    """Each trace id another run sent too while this one went (`trace_shared`: a suite's own fixed
+    `traceparent`, runs in parallel), with its turns: its spans are of both runs, so nothing is decided by them."""
 
     def __bool__(self) -> bool:
-        return bool(self.turns or self.incomplete)
+        return bool(self.turns or self.incomplete or self.shared)
 
     def words(self) -> str:
         wait = _wait_said(self.wait_s)
@@ -45,10 +48,17 @@ class Unheard:
             said.append(f"the agent's spans of {_turns_said(self.incomplete)} came without its span under "
                         f"tamesu's within {wait} (trace {_ids_said(self.incomplete)}: trace_incomplete), so more "
                         "of them may have come too late")
+        if self.shared:
+            said.append(f"the agent's spans of {_turns_said(self.shared)} are of trace {_ids_said(self.shared)}, "
+                        "which another run sent at the same time too (a traceparent the suite sets itself): whose "
+                        "run each span is of cannot be told (trace_shared)")
         return "; ".join(said)
 
     def undecided(self, came: str) -> InfraError:
         """What a check raises when what came does not decide it (`came`: what it found among them)."""
+        if self.shared:
+            return InfraError(f"{self.words()} ({came}); leave traceparent to tamesu, which sends each turn its "
+                              "own, or run these tests one at a time")
         # an agent behind a traced caller that exports elsewhere (a gateway) has every trace incomplete: the
         # caller's span is the one under tamesu's
         who = "the agent and its caller (a traced gateway) export" if self.incomplete else "the agent exports"
@@ -57,14 +67,18 @@ class Unheard:
 
 
 def unheard(run: RunView) -> Unheard:
-    """The run's `trace_not_found` and `trace_incomplete` traces recorded by the turns in view (all of them, or
-    an `on_turn`'s)."""
+    """The run's `trace_not_found`, `trace_incomplete` and `trace_shared` traces recorded by the turns in view
+    (all of them, or an `on_turn`'s)."""
     missing = {e.data.get("trace_id"): e.data for e in run.events if e.name == "trace_not_found"}
     partial = {e.data.get("trace_id"): e.data for e in run.events if e.name == "trace_incomplete"}
+    both = {e.data.get("trace_id") for e in run.events if e.name == "trace_shared"}
     turns: dict[str, list[int]] = {}
     incomplete: dict[str, list[int]] = {}
+    shared: dict[str, list[int]] = {}
     for exchange in run.exchanges:
         trace_id = exchange.agent.trace_id
+        if trace_id is not None and trace_id in both:
+            shared.setdefault(trace_id, []).append(exchange.index)
         if trace_id is not None and trace_id in missing:
             turns.setdefault(trace_id, []).append(exchange.index)
         elif trace_id is not None and trace_id in partial:
@@ -72,7 +86,7 @@ def unheard(run: RunView) -> Unheard:
     data = next((missing[t] for t in turns), None) or next((partial[t] for t in incomplete), {})
     wait = data.get("wait_s")
     return Unheard(turns, str(data.get("source") or "receiver"), float(wait) if isinstance(wait, int | float)
-                   else None, incomplete)
+                   else None, incomplete, shared)
 
 
 def _turns_said(traces: dict[str, list[int]]) -> str:

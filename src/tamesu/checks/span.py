@@ -113,6 +113,8 @@ class SpanCheck(Check[SpanSpec]):
         # a trace that never came, or came in part, may hold more spans: only a verdict they could not change
         # is one
         missing = unheard(run)
+        if missing.shared:  # spans of another run's among them: no count of them is this run's
+            raise missing.undecided(what)
         problem = self.spec.count.problem(len(chosen))
         if problem:
             if self.spec.count.too_many(len(chosen)):

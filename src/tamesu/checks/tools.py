@@ -58,7 +58,10 @@ def _tool_calls(run: RunView) -> tuple[list[ToolCall], str, Unheard | None]:
     missing = unheard(run)
     if not run.spans:  # "none called" read from nothing at all: said, so a pass is not taken for evidence
         return [], " (from the agent's spans: none came)", missing
-    return [ToolCall(**call) for call in genai.tool_calls(run.spans)], " (from the agent's spans)", missing
+    calls = [ToolCall(**call) for call in genai.tool_calls(run.spans)]
+    if missing.shared:  # calls of another run's among them, or this one's among its: nothing is decided
+        raise missing.undecided(f"tools called: {_names(calls)}")
+    return calls, " (from the agent's spans)", missing
 
 
 def _names(calls: list[ToolCall]) -> str:
