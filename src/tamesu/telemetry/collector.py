@@ -3,7 +3,9 @@
 Each run says which trace ids are its own as it sends them (`RunSpans.expect`, before the request goes out, so
 no span of the agent's can arrive before its trace is known). A span of any other trace is counted and dropped;
 one that arrives after its run was graded is counted as late. A run keeps at most `max_spans`: the rest are
-counted (`SpansFile.over_limit`), never silently cut.
+counted (`SpansFile.over_limit`), never silently cut. A graded run's ids leave the routes (its label alone is
+remembered, for the late ones). An id runs going at once both sent (a suite's own fixed `traceparent`) goes to
+each of them, marked `shared`: whose its spans are cannot be told.
 """
 
 from __future__ import annotations
@@ -246,8 +248,8 @@ class RunSpans:
             self.add(span, None if route == _CONVERSATION else route)
 
     def began(self, turn: int, at_ns: int) -> None:
-        """`turn` began at `at_ns` (tamesu's clock) with nothing sent: it owns no trace, and is no bound on the
-        agent's clock; a conversation's spans from then on are its."""
+        """`turn` began at `at_ns` (tamesu's clock) with nothing sent: it owns no trace; a conversation's spans
+        from then on are its. The first turn's start bounds the agent's clock with the handshake's (over by then)."""
         self._turn_starts.append((at_ns, turn))
         self._sent.first_turn = min(self._sent.first_turn or at_ns, at_ns)
 
