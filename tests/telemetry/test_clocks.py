@@ -28,11 +28,24 @@ def test_an_agent_behind_or_ahead_is_read_by_its_tightest_bound() -> None:
     assert skew_ns(ahead, {"a": 1, "b": 2}, [], sent) == 5 * S + 3_000_000
 
 
-def test_the_handshake_alone_shows_an_agent_behind_and_not_one_ahead() -> None:
+def test_the_handshake_alone_without_the_agents_span_under_it_shows_only_an_agent_behind() -> None:
     sent = Sent(conversation=100 * S)
     assert skew_ns([span("c", 98 * S)], {}, ["c"], sent) == -2 * S
     # ahead is not told from a connection that took 2 s: no turn's answer bounds it
     assert skew_ns([span("c", 102 * S)], {}, ["c"], sent) == 0
+
+
+def test_the_agents_span_under_the_handshake_shows_it_ahead_or_behind() -> None:
+    # sent at 100 s, the first turn at 100.5 s: the agent's span under tamesu's conversation span (parent "tp")
+    # started in between, on its clock; the lower bound is taken off, so turn 1 starts after that span
+    sent = Sent(conversation=100 * S, first_turn=100 * S + S // 2)
+    ahead = Span(trace_id="c", span_id="e" * 16, parent_span_id="tp", name="session", start_unix_nano=103 * S + 50)
+    assert skew_ns([ahead], {}, ["c"], sent, {"c": "tp"}) == 3 * S - S // 2 + 51
+    behind = ahead.model_copy(update={"start_unix_nano": 97 * S + 50})
+    assert skew_ns([behind], {}, ["c"], sent, {"c": "tp"}) == -3 * S - S // 2 + 51
+    # a span under another one of the agent's bounds nothing from above (it may have started turns later)
+    later = ahead.model_copy(update={"parent_span_id": "f" * 16})
+    assert skew_ns([later], {}, ["c"], sent, {"c": "tp"}) == 0
 
 
 def test_bounds_that_contradict_each_other_leave_the_clocks_as_they_are() -> None:

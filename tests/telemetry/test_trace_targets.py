@@ -121,6 +121,38 @@ def test_a_conversations_spans_are_placed_on_their_turns_whatever_the_agents_clo
         assert 0 <= first - spans["turn_started_unix_nano"][str(turn)] < 1e9, turn
 
 
+@pytest.mark.parametrize("skew_s", [-3.0, 3.0])
+def test_a_handshake_only_agents_clock_is_read_behind_and_ahead(tmp_path: Path, tamesu, skew_s: float) -> None:
+    # a Pipecat bot gets the conversation's trace on its handshake alone (as a Twilio or SIP agent does): no turn
+    # trace bounds its clock, only its span under tamesu's (the handshake's), which started after tamesu sent
+    # the handshake and before the bot's first answer was heard. Before, an agent ahead was not seen: turn 1's
+    # `voice turn` span, 3 s after tamesu sent turn 1, was turn 2's
+    from agents.traced_pipecat import TracedPipecatBot
+
+    receive = f"127.0.0.1:{free_port()}"
+    bot = TracedPipecatBot(f"http://{receive}", skew_s=skew_s)
+    try:
+        (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', "
+                                              "wait: 500ms }\n")
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: pipecat, url: '{bot.url}/bot', greeting: false, idle: 0.3s }}
+tests:
+  - name: order
+    target: bot
+    scenario: {{ script: [ {{ say: 'Where is ORD-1001?' }}, {{ say: 'thanks' }} ] }}
+""")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        bot.stop()
+    assert result.returncode == 0, result.stdout + result.stderr
+    spans = json.loads((next((tmp_path / "out").iterdir()) / "suite" / "order" / "run-1" / "spans.json").read_text())
+    voice = [(s["attributes"]["app.said"], s["turn"]) for s in spans["spans"] if s["name"] == "voice turn"]
+    assert voice == [("Where is ORD-1001?", 1), ("thanks", 2)], spans.get("clock_skew_ms")
+    assert [s["turn"] for s in spans["spans"] if s["name"] == "pipecat session"] == [None]
+    assert abs(spans["clock_skew_ms"] - skew_s * 1000) < 500, spans["clock_skew_ms"]
+
+
 def test_what_the_agent_says_unasked_has_its_spans_on_its_own_turn(tmp_path: Path, tamesu, serve) -> None:
     # a `wait_for` hears the agent speak unasked: a turn with no user turn. Before, its `voice turn` span (on the
     # conversation's trace) was the turn before's, in that turn's waterfall and span metrics

@@ -1,5 +1,6 @@
-"""The agent's traces a check needed that never came (`trace_not_found`): a check that reads the agent's spans
-and is not decided by those that did come cannot be made, and says which wait they missed.
+"""The agent's traces a check needed that never came (`trace_not_found`), or came without the agent's span under
+tamesu's (`trace_incomplete`: the rest of them may have come after the wait): a check that reads the agent's
+spans and is not decided by those that did come cannot be made, and says which wait they missed.
 
 "No tool called" read from a trace that never reached the receiver says nothing of the agent: its exporter
 pointed elsewhere, or batched past `traces.wait`. The run is then an error of the environment's (exit 3, as a
@@ -8,7 +9,7 @@ tracing backend that cannot be asked), not the agent's failure, nor a pass on no
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tamesu.checks.base import RunView
 from tamesu.errors import InfraError
@@ -16,61 +17,85 @@ from tamesu.errors import InfraError
 
 @dataclass(frozen=True)
 class Unheard:
-    """The traces of the turns a check reads that never came, with the wait they missed."""
+    """The traces of the turns a check reads that never came, or came without the agent's span under tamesu's,
+    with the wait they missed."""
 
     turns: dict[str, list[int]]
     """Each trace id that never came, with the turns (in view) that recorded it."""
     source: str
     """`receiver`, or the backend asked (`jaeger`, `tempo`)."""
     wait_s: float | None
+    incomplete: dict[str, list[int]] = field(default_factory=dict)
+    """Each trace id that came without the agent's span under tamesu's (`trace_incomplete`: its root on the
+    agent's side, which ends last and so goes in a batching exporter's last batch), with its turns."""
+    shared: dict[str, list[int]] = field(default_factory=dict)
+    """Each trace id another run sent too while this one went (`trace_shared`: a suite's own fixed
+    `traceparent`, runs in parallel), with its turns: its spans are of both runs, so nothing is decided by them."""
 
     def __bool__(self) -> bool:
-        return bool(self.turns)
+        return bool(self.turns or self.incomplete or self.shared)
 
     def words(self) -> str:
-        which = _turns_said(sorted({turn for recorded in self.turns.values() for turn in recorded}))
         wait = _wait_said(self.wait_s)
-        ids = ", ".join(list(self.turns)[:3]) + (f" and {len(self.turns) - 3} more" if len(self.turns) > 3 else "")
-        how = f"no span of trace {ids} reached the receiver" if self.source == "receiver" else \
-            f"{self.source} did not have trace {ids}"
-        return f"the agent's spans of {which} never came ({how} within {wait}: trace_not_found)"
+        said = []
+        if self.turns:
+            ids = _ids_said(self.turns)
+            how = f"no span of trace {ids} reached the receiver" if self.source == "receiver" else \
+                f"{self.source} did not have trace {ids}"
+            said.append(f"the agent's spans of {_turns_said(self.turns)} never came ({how} within {wait}: "
+                        "trace_not_found)")
+        if self.incomplete:
+            said.append(f"the agent's spans of {_turns_said(self.incomplete)} came without its span under "
+                        f"tamesu's within {wait} (trace {_ids_said(self.incomplete)}: trace_incomplete), so more "
+                        "of them may have come too late")
+        if self.shared:
+            said.append(f"the agent's spans of {_turns_said(self.shared)} are of trace {_ids_said(self.shared)}, "
+                        "which another run sent at the same time too (a traceparent the suite sets itself): whose "
+                        "run each span is of cannot be told (trace_shared)")
+        return "; ".join(said)
 
     def undecided(self, came: str) -> InfraError:
         """What a check raises when what came does not decide it (`came`: what it found among them)."""
+        if self.shared:
+            return InfraError(f"{self.words()} ({came}); leave traceparent to tamesu, which sends each turn its "
+                              "own, or run these tests one at a time")
+        # an agent behind a traced caller that exports elsewhere (a gateway) has every trace incomplete: the
+        # caller's span is the one under tamesu's
+        who = "the agent and its caller (a traced gateway) export" if self.incomplete else "the agent exports"
         return InfraError(f"{self.words()}, and those that came do not decide it ({came}); raise traces.wait if "
-                          "they come late, or see that the agent exports to tamesu's receiver")
+                          f"they come late, or see that {who} to tamesu's receiver")
 
 
 def unheard(run: RunView) -> Unheard:
-    """The run's `trace_not_found` traces recorded by the turns in view (all of them, or an `on_turn`'s)."""
+    """The run's `trace_not_found`, `trace_incomplete` and `trace_shared` traces recorded by the turns in view
+    (all of them, or an `on_turn`'s)."""
     missing = {e.data.get("trace_id"): e.data for e in run.events if e.name == "trace_not_found"}
+    partial = {e.data.get("trace_id"): e.data for e in run.events if e.name == "trace_incomplete"}
+    both = {e.data.get("trace_id") for e in run.events if e.name == "trace_shared"}
     turns: dict[str, list[int]] = {}
+    incomplete: dict[str, list[int]] = {}
+    shared: dict[str, list[int]] = {}
     for exchange in run.exchanges:
         trace_id = exchange.agent.trace_id
+        if trace_id is not None and trace_id in both:
+            shared.setdefault(trace_id, []).append(exchange.index)
         if trace_id is not None and trace_id in missing:
             turns.setdefault(trace_id, []).append(exchange.index)
-    data = next((missing[t] for t in turns), {})
+        elif trace_id is not None and trace_id in partial:
+            incomplete.setdefault(trace_id, []).append(exchange.index)
+    data = next((missing[t] for t in turns), None) or next((partial[t] for t in incomplete), {})
     wait = data.get("wait_s")
     return Unheard(turns, str(data.get("source") or "receiver"), float(wait) if isinstance(wait, int | float)
-                   else None)
+                   else None, incomplete, shared)
 
 
-def late_note(run: RunView) -> str:
-    """What a check that failed on the agent's spans adds when a trace it read came without the agent's span
-    under tamesu's (`trace_incomplete`): more of it may have come after `traces.wait`, so the failure is said
-    beside the wait (it stays the agent's: an agent whose caller exports elsewhere always has it)."""
-    incomplete = {e.data.get("trace_id"): e.data for e in run.events if e.name == "trace_incomplete"}
-    turns = sorted({e.index for e in run.exchanges if e.agent.trace_id in incomplete})
-    if not turns:
-        return ""
-    wait = next(iter(incomplete.values())).get("wait_s")
-    within = _wait_said(wait if isinstance(wait, int | float) else None)
-    return (f" (the trace of {_turns_said(turns)} came without the agent's span under tamesu's within {within}: "
-            "more of it may have come too late; raise traces.wait if so)")
-
-
-def _turns_said(turns: list[int]) -> str:
+def _turns_said(traces: dict[str, list[int]]) -> str:
+    turns = sorted({turn for recorded in traces.values() for turn in recorded})
     return f"turn {turns[0]}" if len(turns) == 1 else f"turns {', '.join(map(str, turns))}"
+
+
+def _ids_said(traces: dict[str, list[int]]) -> str:
+    return ", ".join(list(traces)[:3]) + (f" and {len(traces) - 3} more" if len(traces) > 3 else "")
 
 
 def _wait_said(wait_s: float | None) -> str:

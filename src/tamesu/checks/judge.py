@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from tamesu.checks._unheard import late_note, unheard
+from tamesu.checks._unheard import unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.span import NO_TRACES
 from tamesu.models.base import ModelError
@@ -72,9 +72,7 @@ def _trace(run: RunView) -> str:
     said = genai.summary(run.spans) or "(no spans)"
     missing = unheard(run)
     # the judge reads what came, told what did not: "no tool called" is not the agent's when its trace is lost
-    if missing:
-        said += f"\n({missing.words()})"
-    return said + (f"\n{late_note(run).strip()}" if late_note(run) else "")
+    return said + (f"\n({missing.words()})" if missing else "")
 
 
 def judge_client(run: RunView, override: object) -> Any:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import template_failed
-from tamesu.checks._unheard import late_note, unheard
+from tamesu.checks._unheard import unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import args_problem, number_text, shown
@@ -110,8 +110,11 @@ class SpanCheck(Check[SpanSpec]):
         if over:
             # the count is of the spans kept: one past max_spans may have been selected too
             what += f" kept ({over} more of the run's past traces.max_spans were not kept, so not counted)"
-        # a trace that never came may hold more spans: only a verdict they could not change is one
+        # a trace that never came, or came in part, may hold more spans: only a verdict they could not change
+        # is one
         missing = unheard(run)
+        if missing.shared:  # spans of another run's among them: no count of them is this run's
+            raise missing.undecided(what)
         problem = self.spec.count.problem(len(chosen))
         if problem:
             if self.spec.count.too_many(len(chosen)):
@@ -120,8 +123,6 @@ class SpanCheck(Check[SpanSpec]):
                 problem += f": {named}" + (f"; ... {len(chosen) - 3} more" if len(chosen) > 3 else "")
             elif missing:
                 raise missing.undecided(f"{what}; {problem}")
-            else:
-                problem += late_note(run)
             return Verdict(passed=False, reason=f"{what}; {problem}", evidence=_evidence(chosen))
         limit = self.spec.max_duration_ms
         slow = [s for s in chosen if limit is not None and s.duration_ms > limit]

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from tamesu.checks._compare import template_failed
-from tamesu.checks._unheard import Unheard, late_note, unheard
+from tamesu.checks._unheard import Unheard, unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
 from tamesu.errors import TemplateError
@@ -58,12 +58,10 @@ def _tool_calls(run: RunView) -> tuple[list[ToolCall], str, Unheard | None]:
     missing = unheard(run)
     if not run.spans:  # "none called" read from nothing at all: said, so a pass is not taken for evidence
         return [], " (from the agent's spans: none came)", missing
-    return [ToolCall(**call) for call in genai.tool_calls(run.spans)], " (from the agent's spans)", missing
-
-
-def _late(run: RunView, missing: Unheard | None) -> str:
-    """A failure read from the agent's spans, beside a trace of them that came incomplete (`late_note`)."""
-    return late_note(run) if missing is not None else ""
+    calls = [ToolCall(**call) for call in genai.tool_calls(run.spans)]
+    if missing.shared:  # calls of another run's among them, or this one's among its: nothing is decided
+        raise missing.undecided(f"tools called: {_names(calls)}")
+    return calls, " (from the agent's spans)", missing
 
 
 def _names(calls: list[ToolCall]) -> str:
@@ -98,7 +96,7 @@ class ToolCalled(Check[CallSpec]):
             if missing:
                 raise missing.undecided(f"tools called: {_names(calls)}")
             return Verdict(passed=False, reason=f"expected a call to {self.spec.name}; tools called: "
-                                                f"{_names(calls)}{source}{_late(run, missing)}")
+                                                f"{_names(calls)}{source}")
         for call in named:
             if call_problem(self.spec, call, expected) is None:
                 return Verdict(passed=True,
@@ -109,7 +107,7 @@ class ToolCalled(Check[CallSpec]):
         return Verdict(
             passed=False,
             reason=f"expected {self.spec.name} with {shown(expected)}; {len(named)} call(s) to it, "
-            f"none matching (first: {problem}){source}{_late(run, missing)}",
+            f"none matching (first: {problem}){source}",
             evidence=[shown(c.args, 400) for c in named],
         )
 
@@ -178,8 +176,7 @@ class ToolSequence(Check[SequenceSpec]):
             raise missing.undecided(f"tools called: {found}")
         if problem:
             kind = "exactly" if self.spec.strict else "in order"
-            return Verdict(passed=False, reason=f"expected {kind}: {order}; found {found} ({problem}){source}"
-                                                f"{_late(run, missing)}")
+            return Verdict(passed=False, reason=f"expected {kind}: {order}; found {found} ({problem}){source}")
         return Verdict(passed=True, reason=f"tools called: {found}{source}")
 
 

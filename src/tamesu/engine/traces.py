@@ -140,15 +140,18 @@ async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stoppin
     if spans is None or traces is None:
         return None, None
     if not stopping and reached and spans.trace_ids:
-        await spans.settle(traces.spec.wait)
-        if traces.query is not None:
-            try:
+        try:
+            await spans.settle(traces.spec.wait)
+            if traces.query is not None:
                 fetched = await traces.query.fetch_all(spans.trace_ids, traces.spec.wait)
-            except QueryError as exc:
-                return spans.close(), str(exc)
-            spans.fetched(fetched.spans, fetched.not_found)
-        else:
-            spans.unheard(recorded)
+                spans.fetched(fetched.spans, fetched.not_found)
+            else:
+                spans.unheard(recorded)
+        except QueryError as exc:
+            return spans.close(), str(exc)
+        except BaseException:
+            spans.close()  # a run cut off while it waited leaves the collector too
+            raise
     return spans.close(), None
 
 
@@ -184,7 +187,8 @@ def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session,
            traces: SuiteTraces | None = None) -> dict[str, float]:
     """Each turn's span metrics onto the turn (distributions, as every per-turn metric); the run's totals
     (`llm_time_ms_total`...) returned as scalars. A flood past `max_spans` is an event; so is each trace that
-    never came, with the wait it missed and where it was looked for (the checks that needed it say so)."""
+    never came, with the wait it missed and where it was looked for (the checks that needed it say so), and each
+    another run sent at the same time (`trace_shared`: its checks are not decided)."""
     for exchange in exchanges:
         mine = [s for s in spans_file.spans if s.turn == exchange.index]
         exchange.agent.measures.update(genai.measures(mine))
@@ -196,6 +200,9 @@ def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session,
     for trace_id in spans_file.incomplete:
         turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
         session.event("trace_incomplete", trace_id=trace_id, turn=turn, **waited)
+    for trace_id in spans_file.shared:
+        turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
+        session.event("trace_shared", trace_id=trace_id, turn=turn)
     if spans_file.over_limit:
         session.event("spans_over_limit", received=spans_file.received, kept=len(spans_file.spans),
                       max_spans=spans_file.max_spans)

@@ -39,6 +39,7 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
                          "protocol's channel; in mcp-server.log)"),
     "trace_not_found": ("trace", "traces", "looked for and not found"),
     "trace_incomplete": ("trace", "traces", "came without the agent's span under tamesu's (the rest may be late)"),
+    "trace_shared": ("trace", "traces", "sent by another run at the same time too (its spans of both)"),
     "capture_not_found": ("capture", "captures", "found in no agent turn"),
     "agent_spoke_before_reply": ("stretch of agent speech", "stretches of agent speech",
                                  "came before the user's words it would answer had ended"),

@@ -3,7 +3,9 @@
 Each run says which trace ids are its own as it sends them (`RunSpans.expect`, before the request goes out, so
 no span of the agent's can arrive before its trace is known). A span of any other trace is counted and dropped;
 one that arrives after its run was graded is counted as late. A run keeps at most `max_spans`: the rest are
-counted (`SpansFile.over_limit`), never silently cut.
+counted (`SpansFile.over_limit`), never silently cut. A graded run's ids leave the routes (its label alone is
+remembered, for the late ones). An id runs going at once both sent (a suite's own fixed `traceparent`) goes to
+each of them, marked `shared`: whose its spans are cannot be told.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ _CONVERSATION = -1
 """The route of a conversation's trace (or of one id sent with several turns): its spans are placed on turns by
 their start time, read on tamesu's clock (`_clocks`)."""
 _OTHER_TRACES_REMEMBERED = 100_000
+_CLOSED_REMEMBERED = 100_000
+"""Trace ids of graded runs, remembered (with the run's label, the oldest let go first) so that a span of one
+that comes late is counted as late and said with its run, rather than kept alive with the whole run."""
 _UNROUTED_KEPT = 10_000
 """Spans of traces no run has named yet, held for a run that names their id once its turn is answered (an id the
 target learned while sending: the suite's own `traceparent`), the oldest traces let go first."""
@@ -66,8 +71,9 @@ class Dropped:
             said.append(f"traces: {self.grpc_exports} export(s) came over gRPC and were refused: {GRPC_REFUSED}")
         if self.shared_ids:
             said.append(f"traces: {len(self.shared_ids)} trace id(s) were sent by more than one run (a traceparent "
-                        "the suite sets itself, the same in every run): their spans cannot be told apart and went to "
-                        "the run that sent the id last; leave traceparent to tamesu, which sends each turn its "
+                        "the suite sets itself, the same in every run): their spans went to every run that had sent "
+                        "the id and was not graded yet when they came, and checks of them in runs that went at once "
+                        "were not decided; leave traceparent to tamesu, which sends each turn its "
                         f"own: {', '.join(sorted(self.shared_ids)[:3])}")
         if self.other_spans:
             said.append(f"traces: {self.other_spans} span(s) of {self.other_traces} trace(s) no test sent "
@@ -85,9 +91,13 @@ class SpanCollector:
     """Every run's spans, fed by the receiver."""
 
     def __init__(self) -> None:
-        self._routes: dict[str, tuple[RunSpans, int]] = {}
+        self._routes: dict[str, dict[RunSpans, int]] = {}
+        """The trace ids of the runs not graded yet, each with the runs that sent it (more than one: a suite's
+        own fixed `traceparent`, runs at once) and where its spans go in each; a run's leave when it is graded."""
+        self._closed: dict[str, str] = {}
+        """Trace ids of graded runs, with the run's label (`_CLOSED_REMEMBERED`)."""
         self._other: set[str] = set()
-        self._unrouted: dict[str, list[Span]] = {}
+        self._unrouted: dict[str, list[tuple[Span, str | None]]] = {}
         self._unrouted_count = 0
         self.dropped = Dropped()
 
@@ -95,40 +105,68 @@ class SpanCollector:
         """`label`: the run as the warnings name it (`suite/test run 2`)."""
         return RunSpans(self, max_spans, label)
 
+    @property
+    def routed(self) -> int:
+        """How many trace ids runs not graded yet wait for."""
+        return len(self._routes)
+
+    def closed(self, run: RunSpans) -> None:
+        """`run` was graded: its traces' later spans are only counted, as late."""
+        for trace_id in run.trace_ids:
+            routes = self._routes.get(trace_id)
+            if routes is not None and routes.pop(run, None) is not None and not routes:
+                del self._routes[trace_id]
+                self._closed.pop(trace_id, None)
+                self._closed[trace_id] = run.label
+        while len(self._closed) > _CLOSED_REMEMBERED:
+            del self._closed[next(iter(self._closed))]
+
     def take(self, spans: Iterable[Span]) -> None:
         for span in spans:
-            route = self._routes.get(span.trace_id)
-            if route is None:
+            routes = self._routes.get(span.trace_id)
+            if routes:
+                # an id runs open at once share: its spans cannot be told apart, each of them gets them all
+                for run, route in routes.items():
+                    run.add(span, None if route == _CONVERSATION else route)
+            elif (graded := self._closed.get(span.trace_id)) is not None:
+                # late for its graded run, unless a run that is going names its id once its turn is answered (a
+                # suite's own fixed traceparent, sent by run after run)
+                self.dropped.late_spans += 1
+                late = self.dropped.late_runs
+                late[graded] = late.get(graded, 0) + 1
+                self._hold(span, graded)
+            else:
                 self.dropped.other_spans += 1
                 if span.trace_id not in self._other and len(self._other) < _OTHER_TRACES_REMEMBERED:
                     self._other.add(span.trace_id)
                     self.dropped.other_traces += 1
-                self._hold(span)
-            elif route[0].closed:
-                self.dropped.late_spans += 1
-                late = self.dropped.late_runs
-                late[route[0].label] = late.get(route[0].label, 0) + 1
-            else:
-                route[0].add(span, None if route[1] == _CONVERSATION else route[1])
+                self._hold(span, None)
 
-
-    def _hold(self, span: Span) -> None:
-        self._unrouted.setdefault(span.trace_id, []).append(span)
+    def _hold(self, span: Span, late_for: str | None) -> None:
+        """`late_for`: the graded run it was counted late for, else None (counted as of no test's)."""
+        self._unrouted.setdefault(span.trace_id, []).append((span, late_for))
         self._unrouted_count += 1
         while self._unrouted_count > _UNROUTED_KEPT:
             oldest = next(iter(self._unrouted))
             self._unrouted_count -= len(self._unrouted.pop(oldest))
 
     def claim(self, trace_id: str) -> list[Span]:
-        """The spans of `trace_id` that came before any run named it, no longer counted as of no test's."""
+        """The spans of `trace_id` that came before a run going named it, no longer counted as of no test's (nor
+        as late for a graded run that had sent the same id)."""
         held = self._unrouted.pop(trace_id, [])
-        if held:
-            self._unrouted_count -= len(held)
-            self.dropped.other_spans -= len(held)
-            if trace_id in self._other:
-                self._other.discard(trace_id)
-                self.dropped.other_traces -= 1
-        return held
+        self._unrouted_count -= len(held)
+        for _span, late_for in held:
+            if late_for is None:
+                self.dropped.other_spans -= 1
+                continue
+            self.dropped.late_spans -= 1
+            self.dropped.late_runs[late_for] -= 1
+            if not self.dropped.late_runs[late_for]:
+                del self.dropped.late_runs[late_for]
+        if trace_id in self._other and any(late_for is None for _span, late_for in held):
+            self._other.discard(trace_id)
+            self.dropped.other_traces -= 1
+        return [span for span, _late_for in held]
 
 
 class RunSpans:
@@ -157,6 +195,9 @@ class RunSpans:
         self.trace_ids: list[str] = []
         """Every trace this run sent, in order: what `traces.query` asks the backend for."""
         self.not_found: list[str] = []
+        self.shared: set[str] = set()
+        """This run's trace ids another run had sent too while both were open (a suite's own fixed
+        `traceparent`): each got every span of them, whose they are cannot be told."""
         self._heard: set[str] = set()
         self._ids: set[tuple[str, str]] = set()
         """(trace id, span id) of every span taken: a span id is unique in its trace, so one seen again is the
@@ -169,15 +210,18 @@ class RunSpans:
             return
         if parent is not None:
             self._parents.setdefault(trace_id, parent)
-        known = self._collector._routes.get(trace_id)
-        if turn is not None and known is not None and known[0] is self and known[1] == _CONVERSATION:
+        known = self._collector._routes.setdefault(trace_id, {})
+        mine = known.get(self)
+        if turn is not None and mine == _CONVERSATION:
             return  # a turn that recorded the conversation's trace: its spans are placed by time
-        if known is not None and known[0] is not self:
+        others = [run for run in known if run is not self]
+        if others or trace_id in self._collector._closed:
             self._collector.dropped.shared_ids.add(trace_id)
         now = time.time_ns()
         if turn is not None:
             self._turn_starts.append((now, turn))
             self._sent.turns.setdefault(turn, now)
+            self._sent.first_turn = self._sent.first_turn or now
             self._turn = turn
         else:
             self._conversation.add(trace_id)
@@ -185,7 +229,7 @@ class RunSpans:
         if trace_id not in self.trace_ids:
             self.trace_ids.append(trace_id)
         route = _CONVERSATION if turn is None else turn
-        if turn is not None and known is not None and known[0] is self and known[1] != turn:
+        if turn is not None and mine is not None and mine != turn:
             # one id sent with two turns (a suite's own fixed traceparent): it cannot say which turn a span is
             # of, and the spans placed as they came went to whichever turn was last sent
             route = _CONVERSATION
@@ -193,15 +237,21 @@ class RunSpans:
             self.kept = [s.model_copy(update={"turn": None}) if s.trace_id == trace_id else s for s in self.kept]
         elif turn is not None:
             self._own[trace_id] = turn
-        self._collector._routes[trace_id] = (self, route)
+        known[self] = route
         # spans that came before the id was known here: a turn's answered before the target said what it sent
-        for span in self._collector.claim(trace_id):
+        came = self._collector.claim(trace_id)
+        for other in others:  # open at once: whose its spans are cannot be told (`shared`)
+            self.shared.add(trace_id)
+            other.shared.add(trace_id)
+            came.extend(s.model_copy(update={"turn": None}) for s in other.kept if s.trace_id == trace_id)
+        for span in came:
             self.add(span, None if route == _CONVERSATION else route)
 
     def began(self, turn: int, at_ns: int) -> None:
-        """`turn` began at `at_ns` (tamesu's clock) with nothing sent: it owns no trace, and is no bound on the
-        agent's clock; a conversation's spans from then on are its."""
+        """`turn` began at `at_ns` (tamesu's clock) with nothing sent: it owns no trace; a conversation's spans
+        from then on are its. The first turn's start bounds the agent's clock with the handshake's (over by then)."""
         self._turn_starts.append((at_ns, turn))
+        self._sent.first_turn = min(self._sent.first_turn or at_ns, at_ns)
 
     def fetched(self, spans: Iterable[Span], not_found: list[str]) -> None:
         """What the tracing backend had of this run's traces (`traces.query`), routed as received spans are."""
@@ -240,7 +290,8 @@ class RunSpans:
     def close(self) -> SpansFile:
         """What the run keeps; later spans of its traces are counted as late."""
         self.closed = True
-        skew = skew_ns(self.kept, self._own, self._conversation, self._sent)
+        self._collector.closed(self)
+        skew = skew_ns(self.kept, self._own, self._conversation, self._sent, self._parents)
         starts = sorted((at + skew, turn) for at, turn in self._turn_starts)  # on the agent's clock
         for index, span in enumerate(self.kept):
             if span.turn is None and starts:
@@ -256,7 +307,8 @@ class RunSpans:
                          max_spans=self.max_spans, turn_started_unix_nano=started, spans=self.kept,
                          not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3),
                          incomplete=[t for t in self.trace_ids
-                                     if t in self._heard and t in self._parents and t not in self._entered])
+                                     if t in self._heard and t in self._parents and t not in self._entered],
+                         shared=[t for t in self.trace_ids if t in self.shared])
 
 
 def heard_unasked(spans: RunSpans | None, turn: int, since_ns: int) -> None:

@@ -75,6 +75,9 @@ class SpansFile(BaseModel):
     """This run's trace ids some spans of which came, but not the agent's span under tamesu's (the one its
     `traceparent` named) within `traces.wait`: a trace's root ends last and a batching exporter sends it last,
     so more of the trace may have come too late (or the agent's caller exports elsewhere)."""
+    shared: list[str] = Field(default_factory=list)
+    """This run's trace ids that another run sent too while both were going (a suite's own fixed
+    `traceparent`, runs in parallel): each run got every span of them, whose they are cannot be told."""
     clock_skew_ms: float = 0.0
     """The agent's clock ahead of tamesu's (negative: behind), as the traces each turn sent alone showed it
     (their spans cannot start before the turn was sent, nor after it was answered); 0 when they show none.
