@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from checks.grading import fails, passes, problem, verdict
+from conftest import run_tamesu
 from ports import refused_port
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, UserTurn
@@ -152,8 +154,8 @@ async def test_http_reads_at_most_a_bounded_answer(backend: str) -> None:
     # then a failed verdict, the agent's (exit 1), though only the backend's answer was at fault
     with pytest.raises(InfraError) as caught:
         await verdict({"http": {"url": f"{backend}/endless", "contains": "done", "timeout": "20s"}}, run_with())
-    assert str(caught.value) == f"http check: GET {backend}/endless: the answer is larger than 16,000,000 bytes, " \
-                                "more than an http check reads"
+    assert str(caught.value) == f"GET {backend}/endless: the answer is larger than 16,000,000 bytes, more than an " \
+                                "http check reads"
 
 
 async def test_http_contains(backend: str) -> None:
@@ -190,7 +192,7 @@ async def test_http_unreachable_is_the_tests_error_not_the_agents_failure(backen
                                                                   "negate": True}):
         with pytest.raises(InfraError) as caught:
             await verdict(entry, run_with())
-        assert "could not reach it" in str(caught.value) and f"127.0.0.1:{port}" in str(caught.value)
+        assert str(caught.value) == f"GET http://127.0.0.1:{port}/health: could not reach it: Connection refused"
     # a URL written as none is refused where written; one a template makes is whole only when the check runs:
     # none then is the suite's (it was "could not reach it", the environment's)
     with pytest.raises(SuiteProblem, match="not a URL that can be requested"):
@@ -204,7 +206,7 @@ async def test_http_a_header_that_cannot_be_sent_is_not_said_unreachable(backend
     with pytest.raises(InfraError) as caught:
         await verdict({"http": {"url": f"{backend}/echo", "headers": {"X-Token": "{{secrets.TOKEN}}"}}}, run)
     said = str(caught.value)
-    assert said.startswith(f"http check: GET {backend}/echo: cannot be sent: ") and "line break" in said, said
+    assert said.startswith(f"GET {backend}/echo: cannot be sent: ") and "line break" in said, said
 
 
 async def test_a_check_that_could_not_be_made_is_not_passed_by_negate(backend: str) -> None:
@@ -223,9 +225,40 @@ async def test_http_timeout_is_the_backends_as_an_unreachable_one_is(backend: st
         started = time.monotonic()
         with pytest.raises(InfraError) as caught:
             await verdict(entry, run_with())
-        assert str(caught.value) == f"http check: GET {backend}/slow: no answer within 0.3s (its timeout)"
+        assert str(caught.value) == f"GET {backend}/slow: no answer within 0.3s (its timeout)"
         # given up at the timeout (0.3 s and a few ms), not when the answer came (SLOW_SECONDS)
         assert time.monotonic() - started < SLOW_SECONDS / 2
+
+
+def test_an_http_check_that_could_not_be_made_is_one_line_naming_it_once(backend: str, tmp_path: Path) -> None:
+    # before: `! http: http check: GET ...: could not reach it (ConnectError: [Errno 111] Connect call failed
+    # ('127.0.0.1', 9))`, and each assertion's line `not decided: http check: GET ...`
+    port = refused_port()
+    (tmp_path / "s.tamesu.yaml").write_text(f"""
+targets:
+  bot: {{ type: model, model: bot }}
+models:
+  bot: {{ provider: fake, rules: [ {{ when: "hi", say: "hello" }} ] }}
+tests:
+  - name: checked
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert:
+      - {{ http: "http://127.0.0.1:{port}/health" }}
+      - {{ http: {{ url: "{backend}/slow", timeout: 300ms }}, name: backend state }}
+      - {{ http: "http://127.0.0.1:{port}/gone", negate: true }}
+""")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    refused = f"http://127.0.0.1:{port}"
+    lines = [line.strip() for line in done.stdout.splitlines()]
+    assert f"! http: GET {refused}/health: could not reach it: Connection refused" in lines, done.stdout
+    assert f"✗ backend state: not decided: GET {backend}/slow: no answer within 0.3s (its timeout)" in lines, \
+        done.stdout
+    assert f"✗ not http: not decided: GET {refused}/gone: could not reach it: Connection refused" in lines, \
+        done.stdout
+    assert "http check" not in done.stdout
+    [row] = map(json.loads, next((tmp_path / "out").glob("*/results.jsonl")).read_text().splitlines())
+    assert row["runs"][0]["error"] == f"http: GET {refused}/health: could not reach it: Connection refused"
 
 
 async def test_http_timeout_bounds_an_answer_that_trickles(backend: str) -> None:
