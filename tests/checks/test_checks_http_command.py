@@ -337,10 +337,11 @@ async def test_command_timeout_kills_the_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "survived"
     started = time.monotonic()
     # the command would run a minute: far from any bound a loaded machine's process start could reach
-    result = await fails({"command": {"run": f"echo started; (sleep 0.5; touch {marker}) & sleep 60",
-                                      "timeout": "300ms"}}, run)
+    with pytest.raises(InfraError) as caught:
+        await verdict({"command": {"run": f"echo started; (sleep 0.5; touch {marker}) & sleep 60",
+                                   "timeout": "300ms"}}, run)
     assert time.monotonic() - started < 30
-    assert "did not finish within 0.3s" in result.reason and "started" in result.reason
+    assert "did not finish within 0.3s" in str(caught.value) and "started" in str(caught.value)
     await asyncio.sleep(0.8)
     assert not marker.exists()
 
@@ -348,8 +349,23 @@ async def test_command_timeout_kills_the_process_group(tmp_path: Path) -> None:
 async def test_command_default_timeout_comes_from_the_run(tmp_path: Path) -> None:
     run = run_with(tmp=tmp_path)
     run.command_timeout = 0.2
-    result = await fails({"command": "sleep 3"}, run)
-    assert "0.2s" in result.reason
+    with pytest.raises(InfraError, match=r"within 0\.2s"):
+        await verdict({"command": "sleep 3"}, run)
+
+
+async def test_a_command_killed_at_its_timeout_is_the_environments_error_not_the_agents(tmp_path: Path) -> None:
+    # before: a failed verdict, the agent's (exit 1), and negated a pass: the check's own process hung, which says
+    # nothing of the agent, as an http check's backend that never answers (exit 3, since session 29)
+    run = run_with(tmp=tmp_path)
+    for entry in ({"command": {"run": "echo checking; sleep 60", "timeout": "300ms"}},
+                  {"command": {"run": "echo checking; sleep 60", "timeout": "300ms"}, "negate": True}):
+        with pytest.raises(InfraError) as caught:
+            await verdict(entry, run)
+        assert str(caught.value) == "`echo checking; sleep 60` did not finish within 0.3s (its timeout; killed), " \
+                                    'output: "checking"'
+    # a script that waits for the agent's effect and gives up by itself is the agent's failure
+    result = await fails({"command": {"run": "echo no refund yet; exit 1", "timeout": "5s"}}, run)
+    assert result.reason.startswith("`echo no refund yet; exit 1`: expected exit code 0"), result.reason
 
 
 async def test_command_problems_are_failed_verdicts(tmp_path: Path) -> None:
