@@ -152,7 +152,7 @@ class RestTarget(Target[RestSpec]):
     async def _open(self, session: Session) -> None:
         spec = self.spec
         self._played, self._ui = [], UiConversation()
-        self._http = Http(session=session, connect=spec.connect, tls=spec.tls, read_timeout=spec.turn_timeout + 1,
+        self._http = Http(session=session, connect=spec.connect, tls=spec.tls, pool_timeout=spec.turn_timeout + 1,
                           what=self._what, max_bytes=spec.max_response_bytes,
                           rate_limit_retries=spec.rate_limit_retries)
         if spec.response.listen is not None:
@@ -211,7 +211,7 @@ class RestTarget(Target[RestSpec]):
         masked = session.redactor.text(url := resolve_url(render_url(ctx, spec.url), self.spec.url, ctx, self._what))
         request = self._require_http().build(
             spec.method.upper(), url, self._headers(ctx, spec.headers),
-            ctx.render_value(spec.body), has_body=spec.body is not None, timeout=spec.timeout)
+            ctx.render_value(spec.body), has_body=spec.body is not None, pool_timeout=spec.timeout)
         try:
             async with asyncio.timeout(spec.timeout):  # in all: a server answering a byte now and then held the run
                 answer = await self._require_http().fetch(request)
