@@ -33,7 +33,10 @@ from tamesu.types import JSONValue
 T = TypeVar("T")
 EXCERPT = 200
 MAX_REDIRECTS = 10
-MAX_PARSED_URLS = 16
+MAX_PARSED_URLS = 256
+_PARSED: dict[str, URL] = {}
+"""The URLs the rest targets of this process parsed, shared: a turn's URL is most often one parsed before, by this
+conversation or another of the same target (a yarl URL is immutable). Cleared when full (a poll's job ids)."""
 _BODY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 """A JSON body as httpx encodes it (compact, UTF-8), the encoder made once rather than for every request."""
 
@@ -153,7 +156,6 @@ class Http:
                                    holds_secret=lambda value: session.redactor.text(value) != value,
                                    on_withheld=self._withheld)
         self._timeout = timeouts(pool_timeout, connect.timeout)
-        self._urls: dict[str, URL] = {}
         self.requests = 0
         """Requests that reached the agent."""
         self.unreachable: str | None = None
@@ -196,11 +198,11 @@ class Http:
         return Request(method, self._parsed(url), headers, content, chosen)
 
     def _parsed(self, url: str) -> URL:
-        """`url` parsed once per conversation: a turn's URL is most often the last turn's."""
-        found = self._urls.get(url)
+        """`url` parsed once for the process (`_PARSED`): a turn most often sends to a URL an earlier turn sent to."""
+        found = _PARSED.get(url)
         if found is None:
-            if len(self._urls) >= MAX_PARSED_URLS:  # URLs that change every turn (a poll's job id)
-                self._urls.clear()
+            if len(_PARSED) >= MAX_PARSED_URLS:  # URLs that change every turn (a poll's job id)
+                _PARSED.clear()
             # a URL made from templates (`{{env.AGENT_URL}}/chat`) is first whole here; one that cannot be was an
             # internal error in every test
             wrong = url_problem(url)
@@ -210,7 +212,7 @@ class Http:
                 wrong = wrong or str(exc)
             if wrong is not None:
                 raise InfraError(f"{self._what}: {self._session.redactor.text(url)}: {wrong}")
-            found = self._urls[url] = parsed
+            found = _PARSED[url] = parsed
         return found
 
     async def open_stream(self, request: Request) -> tuple[aiohttp.ClientResponse, float]:
