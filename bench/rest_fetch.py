@@ -38,7 +38,7 @@ async def _fetches(url: str, requests: int) -> float:
     secrets = Secrets(environ={})
     session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=folder,
                       redactor=secrets.redactor, run_id="bench", base_dir=folder)
-    http = Http(session=session, connect=ConnectSpec(), read_timeout=60, what="rest target", max_bytes=10_000_000)
+    http = Http(session=session, connect=ConnectSpec(), pool_timeout=60, what="rest target", max_bytes=10_000_000)
     body = {"message": "step 1", "session_id": "bench"}
     try:
         for _ in range(200):  # warm: the connection, the caches

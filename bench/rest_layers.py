@@ -49,7 +49,7 @@ async def layers(url: str, requests: int, rounds: int) -> dict[str, list[float]]
     secrets = Secrets(environ={})
     session = Session(context=Context(vars={}, captured={}, secrets=secrets), artifacts_dir=folder,
                       redactor=secrets.redactor, run_id="bench", base_dir=folder)
-    http = Http(session=session, connect=ConnectSpec(), read_timeout=60, what="rest target", max_bytes=10_000_000)
+    http = Http(session=session, connect=ConnectSpec(), pool_timeout=60, what="rest target", max_bytes=10_000_000)
     over_aio = httpx.AsyncClient(timeout=60, transport=aio_transport(httpx))
     httpcore = httpx.AsyncClient(timeout=60)
     bare = aiohttp.ClientSession()

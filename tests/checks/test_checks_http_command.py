@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from checks.grading import fails, passes, problem, verdict
+from conftest import run_tamesu
 from ports import refused_port
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, UserTurn
@@ -152,8 +154,8 @@ async def test_http_reads_at_most_a_bounded_answer(backend: str) -> None:
     # then a failed verdict, the agent's (exit 1), though only the backend's answer was at fault
     with pytest.raises(InfraError) as caught:
         await verdict({"http": {"url": f"{backend}/endless", "contains": "done", "timeout": "20s"}}, run_with())
-    assert str(caught.value) == f"http check: GET {backend}/endless: the answer is larger than 16,000,000 bytes, " \
-                                "more than an http check reads"
+    assert str(caught.value) == f"GET {backend}/endless: the answer is larger than 16,000,000 bytes, more than an " \
+                                "http check reads"
 
 
 async def test_http_contains(backend: str) -> None:
@@ -190,7 +192,7 @@ async def test_http_unreachable_is_the_tests_error_not_the_agents_failure(backen
                                                                   "negate": True}):
         with pytest.raises(InfraError) as caught:
             await verdict(entry, run_with())
-        assert "could not reach it" in str(caught.value) and f"127.0.0.1:{port}" in str(caught.value)
+        assert str(caught.value) == f"GET http://127.0.0.1:{port}/health: could not reach it: Connection refused"
     # a URL written as none is refused where written; one a template makes is whole only when the check runs:
     # none then is the suite's (it was "could not reach it", the environment's)
     with pytest.raises(SuiteProblem, match="not a URL that can be requested"):
@@ -204,7 +206,7 @@ async def test_http_a_header_that_cannot_be_sent_is_not_said_unreachable(backend
     with pytest.raises(InfraError) as caught:
         await verdict({"http": {"url": f"{backend}/echo", "headers": {"X-Token": "{{secrets.TOKEN}}"}}}, run)
     said = str(caught.value)
-    assert said.startswith(f"http check: GET {backend}/echo: cannot be sent: ") and "line break" in said, said
+    assert said.startswith(f"GET {backend}/echo: cannot be sent: ") and "line break" in said, said
 
 
 async def test_a_check_that_could_not_be_made_is_not_passed_by_negate(backend: str) -> None:
@@ -223,9 +225,40 @@ async def test_http_timeout_is_the_backends_as_an_unreachable_one_is(backend: st
         started = time.monotonic()
         with pytest.raises(InfraError) as caught:
             await verdict(entry, run_with())
-        assert str(caught.value) == f"http check: GET {backend}/slow: no answer within 0.3s (its timeout)"
+        assert str(caught.value) == f"GET {backend}/slow: no answer within 0.3s (its timeout)"
         # given up at the timeout (0.3 s and a few ms), not when the answer came (SLOW_SECONDS)
         assert time.monotonic() - started < SLOW_SECONDS / 2
+
+
+def test_an_http_check_that_could_not_be_made_is_one_line_naming_it_once(backend: str, tmp_path: Path) -> None:
+    # before: `! http: http check: GET ...: could not reach it (ConnectError: [Errno 111] Connect call failed
+    # ('127.0.0.1', 9))`, and each assertion's line `not decided: http check: GET ...`
+    port = refused_port()
+    (tmp_path / "s.tamesu.yaml").write_text(f"""
+targets:
+  bot: {{ type: model, model: bot }}
+models:
+  bot: {{ provider: fake, rules: [ {{ when: "hi", say: "hello" }} ] }}
+tests:
+  - name: checked
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert:
+      - {{ http: "http://127.0.0.1:{port}/health" }}
+      - {{ http: {{ url: "{backend}/slow", timeout: 300ms }}, name: backend state }}
+      - {{ http: "http://127.0.0.1:{port}/gone", negate: true }}
+""")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    refused = f"http://127.0.0.1:{port}"
+    lines = [line.strip() for line in done.stdout.splitlines()]
+    assert f"! http: GET {refused}/health: could not reach it: Connection refused" in lines, done.stdout
+    assert f"✗ backend state: not decided: GET {backend}/slow: no answer within 0.3s (its timeout)" in lines, \
+        done.stdout
+    assert f"✗ not http: not decided: GET {refused}/gone: could not reach it: Connection refused" in lines, \
+        done.stdout
+    assert "http check" not in done.stdout
+    [row] = map(json.loads, next((tmp_path / "out").glob("*/results.jsonl")).read_text().splitlines())
+    assert row["runs"][0]["error"] == f"http: GET {refused}/health: could not reach it: Connection refused"
 
 
 async def test_http_timeout_bounds_an_answer_that_trickles(backend: str) -> None:
@@ -304,10 +337,11 @@ async def test_command_timeout_kills_the_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "survived"
     started = time.monotonic()
     # the command would run a minute: far from any bound a loaded machine's process start could reach
-    result = await fails({"command": {"run": f"echo started; (sleep 0.5; touch {marker}) & sleep 60",
-                                      "timeout": "300ms"}}, run)
+    with pytest.raises(InfraError) as caught:
+        await verdict({"command": {"run": f"echo started; (sleep 0.5; touch {marker}) & sleep 60",
+                                   "timeout": "300ms"}}, run)
     assert time.monotonic() - started < 30
-    assert "did not finish within 0.3s" in result.reason and "started" in result.reason
+    assert "did not finish within 0.3s" in str(caught.value) and "started" in str(caught.value)
     await asyncio.sleep(0.8)
     assert not marker.exists()
 
@@ -315,8 +349,23 @@ async def test_command_timeout_kills_the_process_group(tmp_path: Path) -> None:
 async def test_command_default_timeout_comes_from_the_run(tmp_path: Path) -> None:
     run = run_with(tmp=tmp_path)
     run.command_timeout = 0.2
-    result = await fails({"command": "sleep 3"}, run)
-    assert "0.2s" in result.reason
+    with pytest.raises(InfraError, match=r"within 0\.2s"):
+        await verdict({"command": "sleep 3"}, run)
+
+
+async def test_a_command_killed_at_its_timeout_is_the_environments_error_not_the_agents(tmp_path: Path) -> None:
+    # before: a failed verdict, the agent's (exit 1), and negated a pass: the check's own process hung, which says
+    # nothing of the agent, as an http check's backend that never answers (exit 3, since session 29)
+    run = run_with(tmp=tmp_path)
+    for entry in ({"command": {"run": "echo checking; sleep 60", "timeout": "300ms"}},
+                  {"command": {"run": "echo checking; sleep 60", "timeout": "300ms"}, "negate": True}):
+        with pytest.raises(InfraError) as caught:
+            await verdict(entry, run)
+        assert str(caught.value) == "`echo checking; sleep 60` did not finish within 0.3s (its timeout; killed), " \
+                                    'output: "checking"'
+    # a script that waits for the agent's effect and gives up by itself is the agent's failure
+    result = await fails({"command": {"run": "echo no refund yet; exit 1", "timeout": "5s"}}, run)
+    assert result.reason.startswith("`echo no refund yet; exit 1`: expected exit code 0"), result.reason
 
 
 async def test_command_problems_are_failed_verdicts(tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ class CountingAioJar(aiohttp.CookieJar):
 
 
 def _rest_client(tmp_path: Path, jar: CountingAioJar) -> Any:
-    http = Http(session=new_session(tmp_path), connect=ConnectSpec(), read_timeout=30, what="rest target",
+    http = Http(session=new_session(tmp_path), connect=ConnectSpec(), pool_timeout=30, what="rest target",
                 max_bytes=1_000_000)
     http.client.cookies = jar  # before the first request: the session opens with it
     return RestClient(http)

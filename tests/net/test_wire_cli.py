@@ -197,5 +197,5 @@ def test_an_http_check_to_an_untrusted_server_is_an_infrastructure_error(agent: 
     code, output = _run(tmp_path)
     assert code == 3, output
     error = _error(tmp_path)
-    assert f"http check: POST {agent}/chat: TLS: the certificate's CA is not trusted" in error, error
+    assert error.startswith(f"http: POST {agent}/chat: TLS: the certificate's CA is not trusted"), error
     assert "\n" not in error and "Traceback" not in output

@@ -49,7 +49,7 @@ def _session(tmp_path: Path) -> Session:
 def _rest(tmp_path: Path, spec: TlsSpec | None, resent: list[str]) -> Any:
     from tamesu.targets.rest.http import Http
 
-    http = Http(session=_session(tmp_path), connect=ConnectSpec(), read_timeout=10, what="rest target",
+    http = Http(session=_session(tmp_path), connect=ConnectSpec(), pool_timeout=10, what="rest target",
                 max_bytes=10_000_000, tls=spec)
     return RestClient(http)
 

@@ -61,7 +61,7 @@ async def agent() -> AsyncIterator[str]:
 
 
 def _http(tmp_path: Path) -> Http:
-    return Http(session=new_session(tmp_path), connect=ConnectSpec(), read_timeout=30, what="rest target",
+    return Http(session=new_session(tmp_path), connect=ConnectSpec(), pool_timeout=30, what="rest target",
                 max_bytes=1_000_000)
 
 

@@ -56,7 +56,7 @@ async def test_redirects_carry_the_trace_on_every_hop_and_drop_authorization_acr
     url, seen = servers
     session = new_session(tmp_path)
     session.trace = TraceContext.new()
-    http = Http(session=session, connect=ConnectSpec(), read_timeout=10, what="rest target", max_bytes=1_000_000)
+    http = Http(session=session, connect=ConnectSpec(), pool_timeout=10, what="rest target", max_bytes=1_000_000)
     try:
         answer = await http.fetch(http.build("POST", f"{url}/start", {"Authorization": "Bearer k"},
                                              {"message": "hi"}, has_body=True))
@@ -74,7 +74,7 @@ async def test_redirects_carry_the_trace_on_every_hop_and_drop_authorization_acr
 
 async def test_a_suites_own_user_agent_wins(servers: tuple[str, list[dict[str, Any]]], tmp_path: Path) -> None:
     url, seen = servers
-    http = Http(session=new_session(tmp_path), connect=ConnectSpec(), read_timeout=10, what="rest target",
+    http = Http(session=new_session(tmp_path), connect=ConnectSpec(), pool_timeout=10, what="rest target",
                 max_bytes=1_000_000)
     try:
         await http.fetch(http.build("GET", f"{url}/elsewhere", {"User-Agent": "shop-tests/2"}, None, has_body=False))
@@ -89,7 +89,7 @@ async def test_a_header_carrying_a_secret_is_not_sent_on_to_another_origin(
     url, seen = servers
     session = new_session(tmp_path)
     session.redactor.add("k-4411-secret")
-    http = Http(session=session, connect=ConnectSpec(), read_timeout=10, what="rest target", max_bytes=1_000_000)
+    http = Http(session=session, connect=ConnectSpec(), pool_timeout=10, what="rest target", max_bytes=1_000_000)
     try:
         answer = await http.fetch(http.build("POST", f"{url}/start", {"X-Api-Key": "k-4411-secret", "X-Shop": "7",
                                                                      "Proxy-Authorization": "Basic eA=="},

@@ -24,11 +24,19 @@ META_KEYS = {"on_turn", "name", "negate"}
 FLAT_KINDS = {"evaluator"}
 
 
+_checked: dict[str, type[Check[BaseModel]]] = {}
+"""The class each key last loaded as, once it passed `_registered_check`'s checks: each assertion of each test
+asks twice (whether it is known, then its class), and the checks (`inspect.isabstract` among them) were some eight
+calls each time."""
+
+
 def _registered_check(key: str) -> type[Check[BaseModel]] | None:
     """The Check class registered as `key` (a plug-in's function is only for `custom`)."""
     if not plugins.has("checks", key):
         return None
     found = plugins.load("checks", key)
+    if _checked.get(key) is found:
+        return found
     if not (isinstance(found, type) and issubclass(found, Check)):
         return None
     if not (isinstance(getattr(found, "Spec", None), type) and issubclass(found.Spec, BaseModel)):
@@ -37,6 +45,7 @@ def _registered_check(key: str) -> type[Check[BaseModel]] | None:
                                   "of its options, such as a tamesu.Strict subclass)")
     if (unimplemented := plugins.unimplemented("checks", key, found)) is not None:
         raise plugins.PluginError(unimplemented)
+    _checked[key] = found
     return found
 
 

@@ -4,6 +4,11 @@
 `contains` / `not_contains` / `matches` on stdout and stderr together, `timeout` and `env`. The command runs in
 the suite's folder with the environment of tamesu plus `env`.
 
+A command still running at its `timeout` is killed (its whole process group) and the test is an error of its
+environment (exit 3), never the agent's failure, negated or not: the check's own process hung, and said nothing
+of the agent. A script that waits for something the agent should have done gives up by itself before `timeout`
+and exits non-zero, which is the agent's failure.
+
 Values filled into `run` by templates are shell-quoted: a captured value comes from the agent, and must reach
 the script as one argument, never as shell syntax. Write `{{captured.x}}` bare, not inside quotes.
 """
@@ -123,8 +128,11 @@ class Command(Check[CommandSpec]):
             raise SuiteProblem(f"{label} could not be run: {_SHELL_COULD_NOT[outcome.code]} (exit code "
                                f"{outcome.code}), {_tail(outcome.output)}")
         if outcome.code is None:
-            return Verdict(passed=False, reason=f"{label} did not finish within {number_text(timeout)}s "
-                                                f"(killed); {_tail(outcome.output)}")
+            # the check's own process hung (a slow database, a script waiting on a lock): nothing it could say of
+            # the agent, as an http check's backend that never answers; a failed verdict blamed the agent (exit 1)
+            # and, negated, passed. A script that waits for the agent's effect gives up itself, before `timeout`.
+            raise InfraError(f"{label} did not finish within {number_text(timeout)}s (its timeout; killed), "
+                             f"{_tail(outcome.output)}")
         problem = self._problem(outcome, contains, not_contains, pattern)
         if problem:
             return Verdict(passed=False, reason=f"{label}: {problem}; exit code {outcome.code}, "

@@ -31,7 +31,7 @@ from tamesu.checks.json_path import PathSpec, compile_path, find, judge
 from tamesu.errors import InfraError, SuiteProblem, TemplateError
 from tamesu.matching import number_text, shown
 from tamesu.net.bounded import is_too_large
-from tamesu.net.clients import async_client, moved
+from tamesu.net.clients import async_client, moved, os_reason
 from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register
 from tamesu.suite.hooks_spec import http_method, http_url
@@ -115,27 +115,15 @@ class Http(Check[HttpSpec]):
                 )
         except httpx.TimeoutException:
             # a slow backend as an unreachable one (it was the agent's failure, exit 1, while that was exit 3)
-            raise InfraError(f"http check: {label}: no answer within {number_text(self.spec.timeout)}s (its "
-                             "timeout)") from None
+            raise InfraError(f"{label}: no answer within {number_text(self.spec.timeout)}s (its timeout)") from None
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             # the URL the suite wrote (or a value filled into it) is none that can be requested: nothing was
             # reached, and neither the backend nor the agent is to blame
-            raise SuiteProblem(f"http check: {label}: not a URL that can be requested ({type(exc).__name__}: "
+            raise SuiteProblem(f"{label}: not a URL that can be requested ({type(exc).__name__}: "
                                f"{str(exc) or 'no detail'})") from None
         except httpx.HTTPError as exc:
-            if is_too_large(exc):
-                # read whole, a backend's endless or enormous answer held all of it in memory
-                raise InfraError(f"http check: {label}: the answer is larger than {MAX_ANSWER_BYTES:,} bytes, more "
-                                 "than an http check reads") from None
-            tls = tls_reason(exc)
-            if tls is not None:
-                # the suite's trust setup, not the backend's state: an infrastructure error, as for a target
-                raise InfraError(f"http check: {label}: {tls}") from None
-            if isinstance(exc, httpx.LocalProtocolError):  # never sent: a header the suite's values broke
-                raise InfraError(f"http check: {label}: cannot be sent: {exc}") from None
-            # the backend the check asks, not the agent: the test's error (exit 3), as an unreachable target is
-            raise InfraError(f"http check: {label}: could not reach it ({type(exc).__name__}: "
-                             f"{str(exc) or 'no detail'})") from None
+            raise InfraError(f"{label}: {_failed(exc)}") from None
+        return self._decide(label, request, response)
         return self._decide(label, request, response)
 
     def _decide(self, label: str, request: _Request, response: httpx.Response) -> Verdict:
@@ -154,6 +142,24 @@ class Http(Check[HttpSpec]):
         if self.spec.json_path is None:
             return Verdict(passed=True, reason=f"{label}: {response.status_code}")
         return _judge_json(self.spec.json_path, label, request, response)
+
+
+def _failed(exc: httpx.HTTPError) -> str:
+    """Why the request got no answer to check, said once: the caller's line names the assertion (`http:`, or its
+    `name:`), so none of these says "http check" again (it read `http: http check: GET ...`)."""
+    if is_too_large(exc):
+        # read whole, a backend's endless or enormous answer held all of it in memory
+        return f"the answer is larger than {MAX_ANSWER_BYTES:,} bytes, more than an http check reads"
+    tls = tls_reason(exc)
+    if tls is not None:
+        # the suite's trust setup, not the backend's state: an infrastructure error, as for a target
+        return tls
+    if isinstance(exc, httpx.LocalProtocolError):  # never sent: a header the suite's values broke
+        return f"cannot be sent: {exc}"
+    # the backend the check asks, not the agent: the test's error (exit 3), as an unreachable target is
+    if isinstance(exc, httpx.ConnectError):
+        return f"could not reach it: {os_reason(exc)}"
+    return f"no answer to check: {os_reason(exc)}"
 
 
 def _judge_json(spec: PathSpec, label: str, request: _Request, response: httpx.Response) -> Verdict:

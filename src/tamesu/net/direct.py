@@ -61,12 +61,12 @@ OnResend = Callable[[Request, str], None]
 """Told of each resend: the request and why it was sent again."""
 
 
-def timeouts(read: float, connect: float) -> aiohttp.ClientTimeout:
-    """A connection within `connect` (plus `read` waiting for a free one of the pool). The answer's reads get no
-    timer here: the caller sends each request under a timeout of its own that bounds the whole request (the rest
-    target's turn, its `session.open`), and aiohttp's `sock_read`, moved at every piece of the answer, was two
-    timer handles a turn that never fired first."""
-    return aiohttp.ClientTimeout(total=None, sock_connect=connect, connect=connect + read)
+def timeouts(pool: float, connect: float) -> aiohttp.ClientTimeout:
+    """A new connection within `connect`, after at most `pool` waiting for a free one of the pool (all in use).
+    The answer's reads get no timer here: the caller sends each request under a timeout of its own that bounds
+    the whole request (the rest target's turn, its `session.open`), and aiohttp's `sock_read`, moved at every
+    piece of the answer, was two timer handles a turn that never fired first."""
+    return aiohttp.ClientTimeout(total=None, sock_connect=connect, connect=connect + pool)
 
 
 class DirectClient:

@@ -126,6 +126,10 @@ class Context:
         merged.update(namespaces)
         return Context(**merged)
 
+    def given(self, root: str) -> object:
+        """The namespace `root` as it was given (its vars not rendered), or None."""
+        return self._namespaces.get(root)
+
     def lookup(self, expr: str) -> Any:
         root, _, rest = expr.partition(".")
         if root not in self._namespaces:

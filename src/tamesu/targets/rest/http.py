@@ -33,7 +33,10 @@ from tamesu.types import JSONValue
 T = TypeVar("T")
 EXCERPT = 200
 MAX_REDIRECTS = 10
-MAX_PARSED_URLS = 16
+MAX_PARSED_URLS = 256
+_PARSED: dict[str, URL] = {}
+"""The URLs the rest targets of this process parsed, shared: a turn's URL is most often one parsed before, by this
+conversation or another of the same target (a yarl URL is immutable). Cleared when full (a poll's job ids)."""
 _BODY_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 """A JSON body as httpx encodes it (compact, UTF-8), the encoder made once rather than for every request."""
 
@@ -134,9 +137,11 @@ class Answer:
 class Http:
     """The target's one client (a shared client costs 5x the CPU under concurrency: see DESIGN.md). Each of its
     requests is sent under its caller's timeout (a turn's `turn_timeout`, `session.open`'s `timeout`), which bounds
-    the answer's reads; `read_timeout` (and a request's `timeout`) bounds the wait for a connection of the pool."""
+    the whole request, its answer's reads too; `pool_timeout` (or a request's own) bounds only the wait for a free
+    connection of the pool, and `connect.timeout` the making of a new one. (The target gives the pool a second
+    more than `turn_timeout`: a turn that waited that long is said timed out by the turn's own timer.)"""
 
-    def __init__(self, *, session: Session, connect: ConnectSpec, read_timeout: float, what: str,
+    def __init__(self, *, session: Session, connect: ConnectSpec, pool_timeout: float, what: str,
                  max_bytes: int, tls: TlsSpec | None = None, rate_limit_retries: int = 3) -> None:
         self._session = session
         self._rate_limit_retries = rate_limit_retries
@@ -150,8 +155,7 @@ class Http:
         self.client = DirectClient(tls=tls, on_resend=self._resent, max_redirects=MAX_REDIRECTS,
                                    holds_secret=lambda value: session.redactor.text(value) != value,
                                    on_withheld=self._withheld)
-        self._timeout = timeouts(read_timeout, connect.timeout)
-        self._urls: dict[str, URL] = {}
+        self._timeout = timeouts(pool_timeout, connect.timeout)
         self.requests = 0
         """Requests that reached the agent."""
         self.unreachable: str | None = None
@@ -172,7 +176,7 @@ class Http:
             request.headers["traceparent"] = trace.traceparent
 
     def build(self, method: str, url: str, headers: dict[str, str], body: Any, *, has_body: bool,
-              timeout: float | None = None) -> Request:
+              pool_timeout: float | None = None) -> Request:
         """A body that is a string goes as text/plain (unless `headers` say otherwise), anything else as JSON
         encoded as httpx encodes it (compact, UTF-8)."""
         sent = CIMultiDict(headers)
@@ -184,20 +188,21 @@ class Http:
             else:
                 sent.setdefault("Content-Type", "application/json")
                 content = _BODY_JSON.encode(body).encode()
-        return self.request(method, url, sent, content, timeout=timeout)
+        return self.request(method, url, sent, content, pool_timeout=pool_timeout)
 
     def request(self, method: str, url: str, headers: CIMultiDict[str], content: bytes | None, *,
-                timeout: float | None = None) -> Request:
-        """A request of these bytes (a body already encoded: a multipart form's)."""
-        chosen = self._timeout if timeout is None else timeouts(timeout, self._connect.timeout)
+                pool_timeout: float | None = None) -> Request:
+        """A request of these bytes (a body already encoded: a multipart form's); `pool_timeout`: its own bound on
+        the wait for a free connection, else the target's."""
+        chosen = self._timeout if pool_timeout is None else timeouts(pool_timeout, self._connect.timeout)
         return Request(method, self._parsed(url), headers, content, chosen)
 
     def _parsed(self, url: str) -> URL:
-        """`url` parsed once per conversation: a turn's URL is most often the last turn's."""
-        found = self._urls.get(url)
+        """`url` parsed once for the process (`_PARSED`): a turn most often sends to a URL an earlier turn sent to."""
+        found = _PARSED.get(url)
         if found is None:
-            if len(self._urls) >= MAX_PARSED_URLS:  # URLs that change every turn (a poll's job id)
-                self._urls.clear()
+            if len(_PARSED) >= MAX_PARSED_URLS:  # URLs that change every turn (a poll's job id)
+                _PARSED.clear()
             # a URL made from templates (`{{env.AGENT_URL}}/chat`) is first whole here; one that cannot be was an
             # internal error in every test
             wrong = url_problem(url)
@@ -207,7 +212,7 @@ class Http:
                 wrong = wrong or str(exc)
             if wrong is not None:
                 raise InfraError(f"{self._what}: {self._session.redactor.text(url)}: {wrong}")
-            found = self._urls[url] = parsed
+            found = _PARSED[url] = parsed
         return found
 
     async def open_stream(self, request: Request) -> tuple[aiohttp.ClientResponse, float]:

@@ -38,6 +38,10 @@ def request_body(ctx: Context, turn: UserTurn, request: RequestSpec, session_id:
     return body, True
 
 
+def rendered_headers(ctx: Context, headers: dict[str, str]) -> dict[str, str]:
+    return {name: ctx.render_text(value) for name, value in headers.items()}
+
+
 def trace_values(trace: TraceContext | None) -> dict[str, str]:
     """`{{trace.traceparent}}` and `{{trace.id}}`: the turn's W3C trace, for a body or header of the suite's."""
     return {"traceparent": trace.traceparent, "id": trace.trace_id} if trace is not None else {}

@@ -86,6 +86,7 @@ from tamesu.targets.rest.request import (
     build_poll,
     message_with_trace,
     render_url,
+    rendered_headers,
     request_body,
     resolve_url,
     status_expected,
@@ -102,7 +103,7 @@ from tamesu.targets.rest.spec import (
     RestSpec,
 )
 from tamesu.targets.rest.sse import DONE, is_stream, stream_events
-from tamesu.targets.rest.ui_stream import DATA_STREAM_MARK, UiConversation, UiMessageStream, reads_ui_stream
+from tamesu.targets.rest.ui_stream import DATA_STREAM_MARK, UiConversation, reads_ui_stream, ui_conversation, ui_reader
 from tamesu.targets.session_open import failed_because, mask_credentials
 from tamesu.types import split_addr
 
@@ -137,22 +138,21 @@ class RestTarget(Target[RestSpec]):
         self._waiting_for = ""
         self._stream: StreamText | None = None
         """The stream the turn is reading, for what came before a timeout."""
-        self._sse_detected = False
-        self._ui_stream_detected = False
+        self._sse_detected = self._ui_stream_detected = False
         self._reader = TurnReader(spec, self._require_session)
         self._played: list[dict[str, object]] = []
         """The conversation so far as `{role, content}` messages, for `{{messages}}` (an agent that keeps none)."""
         self._messages: list[dict[str, object]] = []
         """`_played` and the turn being sent."""
-        self._ui = UiConversation()
-        """The same conversation as the AI SDK's UI messages, for `{{ui_messages}}`."""
+        self._ui: UiConversation | None = None
+        """The same conversation as the AI SDK's UI messages, for `{{ui_messages}}` (when a template names it)."""
 
     # -- open and close -------------------------------------------------------------------------------
 
     async def _open(self, session: Session) -> None:
         spec = self.spec
-        self._played, self._ui = [], UiConversation()
-        self._http = Http(session=session, connect=spec.connect, tls=spec.tls, read_timeout=spec.turn_timeout + 1,
+        self._played, self._ui = [], ui_conversation(spec, session.context.given("vars"))
+        self._http = Http(session=session, connect=spec.connect, tls=spec.tls, pool_timeout=spec.turn_timeout + 1,
                           what=self._what, max_bytes=spec.max_response_bytes,
                           rate_limit_retries=spec.rate_limit_retries)
         if spec.response.listen is not None:
@@ -210,8 +210,8 @@ class RestTarget(Target[RestSpec]):
         ctx = self._context()
         masked = session.redactor.text(url := resolve_url(render_url(ctx, spec.url), self.spec.url, ctx, self._what))
         request = self._require_http().build(
-            spec.method.upper(), url, self._headers(ctx, spec.headers),
-            ctx.render_value(spec.body), has_body=spec.body is not None, timeout=spec.timeout)
+            spec.method.upper(), url, rendered_headers(ctx, spec.headers),
+            ctx.render_value(spec.body), has_body=spec.body is not None, pool_timeout=spec.timeout)
         try:
             async with asyncio.timeout(spec.timeout):  # in all: a server answering a byte now and then held the run
                 answer = await self._require_http().fetch(request)
@@ -238,7 +238,7 @@ class RestTarget(Target[RestSpec]):
                              f"got {session.redactor.text(url)}")
         from tamesu.targets.rest.ws import WsLink
 
-        self._ws = await WsLink.connect(url, self._headers(ctx, self.spec.headers), connect_spec=self.spec.connect,
+        self._ws = await WsLink.connect(url, rendered_headers(ctx, self.spec.headers), connect_spec=self.spec.connect,
                                         session=session, what=self._what, tls=self.spec.tls)
         return session.redactor.text(url)
 
@@ -264,21 +264,22 @@ class RestTarget(Target[RestSpec]):
     # -- turns ----------------------------------------------------------------------------------------
 
     async def send(self, turn: UserTurn) -> AgentTurn:
-        self._require_session()
-        http = self._require_http()
+        http = self._require_http()  # set at open, with the session
         self._waiting_for, self._stream = "", None
         limit = self.spec.turn_timeout
         # a history the test gives (JSONL) stands for everything before this turn; otherwise what was played
         earlier = turn.messages()[:-1] if turn.history else self._played
         self._messages = [*earlier, {"role": "user", "content": (shown := turn.display())}]
-        self._ui.send(shown, earlier if turn.history else None)
+        if self._ui is not None:
+            self._ui.send(shown, earlier if turn.history else None)
         try:
             async with asyncio.timeout(limit) as scope:
                 answered = await self._exchange(turn)
             # an answer of tool calls alone adds no assistant message: an empty one is refused by some models' APIs
             reply: list[dict[str, object]] = [{"role": "assistant", "content": answered.text}] if answered.text else []
             self._played = [*self._messages, *reply]
-            self._ui.answered(answered.text)
+            if self._ui is not None:
+                self._ui.answered(answered.text)
             return answered
         except TimeoutError:
             if not scope.expired():
@@ -352,7 +353,7 @@ class RestTarget(Target[RestSpec]):
             self._require_session().event("ui_message_stream", note="the agent answered the AI SDK's UI message "
                                           "stream: its text-delta events are the reply, tool-input-available and "
                                           "tool-output-available its tool calls")
-        return self._ui.reading(UiMessageStream(self.spec.response))
+        return ui_reader(self._ui, self.spec.response)
 
     async def _websocket_turn(self, turn: UserTurn) -> AgentTurn:
         session = self._require_session()
@@ -458,12 +459,13 @@ class RestTarget(Target[RestSpec]):
         `{{messages}}` (the conversation so far, or the history a JSONL test gives, and this turn) and
         `{{options.X}}` of a JSONL test."""
         extra.setdefault("trace", trace_values(self._require_session().trace))
-        return self._context(message=turn.text, messages=self._messages, ui_messages=self._ui.messages,
-                             options=turn.options, attachments=attachments(turn, self._what), **extra)
+        ui = {"ui_messages": self._ui.messages} if self._ui is not None else {}  # no such name when none is kept
+        return self._context(message=turn.text, messages=self._messages, options=turn.options,
+                             attachments=attachments(turn, self._what), **extra, **ui)
 
     async def _turn_request(self, turn: UserTurn) -> Request:
         ctx = self._turn_context(turn)
-        headers = self._headers(ctx, self.spec.headers)
+        headers = rendered_headers(ctx, self.spec.headers)
         if self.spec.streaming == "sse" and not any(k.lower() == "accept" for k in headers):
             headers["Accept"] = "text/event-stream"
         body, has_body = request_body(ctx, turn, self.spec.request, self.session_id, self.spec.method)
@@ -479,10 +481,6 @@ class RestTarget(Target[RestSpec]):
         if not isinstance(spec, RestSpec):
             raise TypeError(f"a rest target's spec, not {type(spec).__name__}")
         return file_refusal(spec.request, file)
-
-    @staticmethod
-    def _headers(ctx: Context, headers: dict[str, str]) -> dict[str, str]:
-        return {name: ctx.render_text(value) for name, value in headers.items()}
 
     def _mask(self, text: str) -> str:
         return self._require_session().redactor.text(text)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from tamesu.conversation import ToolCall, TurnError
 from tamesu.targets.rest.read import StreamText, tool_arguments
-from tamesu.targets.rest.spec import ResponseSpec
+from tamesu.targets.rest.spec import ResponseSpec, RestSpec
 
 MARK = "x-vercel-ai-ui-message-stream"
 """The header an AI SDK route's UI message stream carries (`v1`)."""
@@ -43,6 +43,27 @@ def ui_message(number: int, role: str, parts: list[dict[str, object]]) -> dict[s
 
 def text_part(text: object) -> dict[str, object]:
     return {"type": "text", "text": text}
+
+
+def ui_conversation(spec: RestSpec, variables: object) -> UiConversation | None:
+    """A conversation to keep as UI messages when a template of the target may name `{{ui_messages}}`, else none:
+    few do, and keeping it was about 8 calls a turn. The name anywhere in the spec keeps it, or in a var the spec
+    names (`variables`, the run's vars: a var's templates are rendered with the turn's values too); a false match
+    only keeps what goes unused. One dump of the spec at a conversation's start, silent (a `final: {path, equals}`
+    is held as its mapping, which pydantic warns of)."""
+    written = spec.model_dump_json(warnings=False, fallback=str)
+    if "ui_messages" in written:
+        return UiConversation()
+    if "vars." not in written or not isinstance(variables, Mapping) or "ui_messages" not in repr(variables):
+        return None
+    held = any(f"vars.{name}" in written and "ui_messages" in repr(value) for name, value in variables.items())
+    return UiConversation() if held else None
+
+
+def ui_reader(ui: UiConversation | None, reply: ResponseSpec) -> UiMessageStream:
+    """A UI message stream to read this turn's answer from, the conversation's (when it keeps one) to build from."""
+    stream = UiMessageStream(reply)
+    return ui.reading(stream) if ui is not None else stream
 
 
 class UiConversation:
