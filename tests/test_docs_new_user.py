@@ -18,3 +18,19 @@ def test_the_store_pages_gitignore_advice_is_what_init_writes() -> None:
     assert advice, "the store page says what of .tamesu/ to keep out of git"
     assert advice.group(1) in IGNORED
     assert "add `.tamesu/` to your `.gitignore`" not in text
+
+
+def test_the_run_folders_concepts_names_are_the_ones_a_run_makes() -> None:
+    # a spoiled run made again with a new seed went into `run-1-rerun-2/`, a folder the page never named
+    from tamesu.engine.repeats import run_dir_name
+
+    text = DOCS.joinpath("concepts.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(run-N(?:-\w+-K)?)/`", text))
+    made = {"run-N": run_dir_name(3), "run-N-retry-K": run_dir_name(3, attempt=2),
+            "run-N-rerun-K": run_dir_name(3, rerun=1)}
+    assert named == set(made), named
+    for pattern, name in made.items():
+        assert pattern.replace("N", "3").replace("K", "1") == name
+    leaves = text.split("## What a run leaves behind", 1)[1]
+    for file in ("plan.json", "results.jsonl", "run.json", "transcript.json", "result.json", "report.html"):
+        assert file in leaves, file
