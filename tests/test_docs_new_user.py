@@ -34,3 +34,19 @@ def test_the_run_folders_concepts_names_are_the_ones_a_run_makes() -> None:
     leaves = text.split("## What a run leaves behind", 1)[1]
     for file in ("plan.json", "results.jsonl", "run.json", "transcript.json", "result.json", "report.html"):
         assert file in leaves, file
+
+
+def test_the_repeats_pages_persona_facts_examples_are_read_as_it_says() -> None:
+    from tamesu.roles.audit import deterministic_finding
+
+    text = DOCS.joinpath("repeats.md").read_text(encoding="utf-8")
+    found = re.search(r"`([^`]+)` against `facts: \{(\w+): ([\w-]+)\}`; a line that does not name the fact, `([^`]+)`",
+                      text)
+    assert found, "the page shows a line the audit reads as contradicting a fact, and one it does not"
+    contradicting, key, value, unnamed = found.groups()
+
+    def said(line: str) -> object:
+        return deterministic_finding([{"role": "user", "text": line, "turn": 1, "source": "simulator"}], {key: value})
+
+    assert said(contradicting) is not None
+    assert said(unnamed) is None
