@@ -27,6 +27,8 @@ class Problem:
     column: int
     path: str
     message: str
+    count: int = 1
+    """How many problems the line tells of: a "N more problems" line that stands for N unsaid is N."""
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.column}"

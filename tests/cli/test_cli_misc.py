@@ -67,6 +67,23 @@ def test_doctor_reports_the_project_and_unreachable_targets(tmp_path: Path, tame
     assert "FAIL  suites/broken.yaml:1:10: tests[0].target: missing required key" in broken.stdout
 
 
+def test_doctor_says_a_hook_may_start_the_agent_it_found_down(tmp_path: Path, tamesu) -> None:
+    # right after `tamesu init`, doctor warned that the sample agent "does not answer" and no more: the suite's
+    # before_all hook starts it when `tamesu run` runs, which doctor does not
+    tamesu(["init"], cwd=tmp_path)
+    hooked = tamesu(["doctor"], cwd=tmp_path)
+    assert hooked.returncode == 0, hooked.stdout
+    [line] = [line for line in hooked.stdout.splitlines() if line.startswith("warn  target my-agent")]
+    assert line.endswith("does not answer (ConnectionRefusedError); a before_all hook may start it, as `tamesu run` "
+                         "does (doctor runs no hook)"), line
+    suite = tmp_path / "suites" / "first.yaml"
+    text = suite.read_text()
+    suite.write_text(text[:text.index("hooks:")] + text[text.index("targets:"):])  # the user's own agent
+    plain = tamesu(["doctor"], cwd=tmp_path)
+    [line] = [line for line in plain.stdout.splitlines() if line.startswith("warn  target my-agent")]
+    assert line.endswith("does not answer (ConnectionRefusedError)"), line
+
+
 def test_doctor_checks_the_command_an_mcp_target_starts(tmp_path: Path, tamesu) -> None:
     # before: an mcp target over stdio has no url, so doctor said nothing of it; a command that is not there was
     # first met by `run`, each of its tests an error (exit 3)

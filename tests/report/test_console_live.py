@@ -146,3 +146,16 @@ def test_ctrl_c_after_the_tests_still_shows_the_cursor_again(tmp_path: Path, ser
     hidden = screen.index("\x1b[?25l")
     assert "\x1b[?25h" in screen[hidden:], screen[-400:]
     assert "interrupted by SIGINT: 2 of 2 planned tests finished" in screen, screen[-400:]
+
+
+def test_verbose_into_a_log_says_each_run_as_it_starts(tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # a log has no live lines: `-v` writes one `RUN` line as each run starts instead (docs/cli.md), and only `-v`
+    _project(tmp_path, _agent(serve, turn_s=0.05))
+    quiet = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    verbose = tamesu(["run", "s.tamesu.yaml", "--out", "out", "-v"], cwd=tmp_path)
+    assert quiet.returncode == verbose.returncode == 0, quiet.stdout + verbose.stdout
+    assert "RUN" not in quiet.stdout, quiet.stdout
+    lines = verbose.stdout.splitlines()
+    for test in ("s/one", "s/two"):
+        started = lines.index(f"  RUN  {test}")
+        assert started < next(n for n, line in enumerate(lines) if line.startswith(f"PASS  {test}")), lines

@@ -112,3 +112,16 @@ def test_a_report_to_stdout_is_not_written_in_the_run_folder(tmp_path: Path) -> 
     # its links are the run folder's, as those of the run's own report.html
     assert html.returncode == 1 and html.stdout == (run_dir / "report.html").read_text(), html.stderr
     assert sorted(path.name for path in run_dir.iterdir()) == before
+
+
+def test_a_report_that_cannot_be_written_beside_a_suites_error_exits_3(tmp_path: Path) -> None:
+    # the worst code wins, and 3 comes before 2 (docs/reports-ci.md): a run whose only trouble was its suite's
+    # error exited 2 when its JUnit report could not be written either, and CI read "fix the suite" alone
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.replace("assert: [ { contains: refund } ]",
+                                                           "assert: [ { contains: hello, on_turn: 3 } ]"))
+    (tmp_path / "notes").write_text("a file")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--report", "junit:notes/x.xml"], cwd=tmp_path)
+    assert "fault: suite" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 3, done.stdout + done.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    assert json.loads((run_dir / "run.json").read_text())["exit_code"] == 2  # the run's own code, kept

@@ -81,7 +81,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     findings.extend(_store_findings(plan))
     seen: set[str] = set()
     commands: set[str] = set()
-    for name, target, context, folder in _targets(plan):
+    for name, target, context, folder, hooked in _targets(plan):
         if (started := _command(name, target, context, folder)) is not None and started[1] not in commands:
             commands.add(started[1])  # the same target in two suites of one folder: one line
             findings.append((started[0], plan.secrets.redactor.text(started[1])))
@@ -121,6 +121,9 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
             words = plan.secrets.redactor.text(words)
             findings.append((fine or None, f"target {name} ({target.type}) at {shown}: {words}"))
             continue
+        if problem is not None and hooked:
+            # `tamesu init`'s sample agent: started by the suite's hook, so not answering before a run is no fault
+            problem += "; a before_all hook may start it, as `tamesu run` does (doctor runs no hook)"
         findings.append((problem is None or None, f"target {name} ({target.type}) at {shown}: "
                          f"{'reachable (TCP)' if problem is None else problem}"))
     return findings
@@ -155,21 +158,23 @@ def _project_only(paths: list[Path], config: Path | None) -> Plan:
     return Plan(project, secrets=Secrets(project.dir / name for name in project.spec.secrets.env_files))
 
 
-def _targets(plan: Plan) -> list[tuple[str, TargetSpec, Context, Path]]:
-    """Every target of the plan's suites, and the project's own (`tamesu test -n`), with what renders its url and
-    the folder it runs from."""
+def _targets(plan: Plan) -> list[tuple[str, TargetSpec, Context, Path, bool]]:
+    """Every target of the plan's suites, and the project's own (`tamesu test -n`), with what renders its url, the
+    folder it runs from, and whether a `before_all` hook runs before it is spoken to (which may start it)."""
     from tamesu.plan import load_project_targets
     from tamesu.suite.templates import Context
 
     env = dict(os.environ)
-    found: list[tuple[str, TargetSpec, Context, Path]] = []
+    found: list[tuple[str, TargetSpec, Context, Path, bool]] = []
+    project_hooked = bool(plan.project.spec.hooks.before_all)
     for suite in plan.suites:
         context = Context(secrets=plan.secrets, env=env, vars={**plan.project.spec.vars, **suite.spec.vars})
-        found += [(name, target, context, suite.doc.path.parent) for name, target in suite.targets.items()]
+        hooked = project_hooked or bool(suite.spec.hooks.before_all)
+        found += [(name, target, context, suite.doc.path.parent, hooked) for name, target in suite.targets.items()]
     if not plan.suites and plan.project.spec.targets:
         with contextlib.suppress(ConfigError):
             context = Context(secrets=plan.secrets, env=env, vars=dict(plan.project.spec.vars))
-            found += [(name, target, context, plan.project.dir)
+            found += [(name, target, context, plan.project.dir, project_hooked)
                       for name, target in load_project_targets(plan.project)[0].items()]
     return found
 
@@ -262,7 +267,7 @@ def _models(plan: Plan) -> list[tuple[str, ModelSpec]]:
 
     declared = [(f"models.{name}", spec) for name, spec in plan.project.spec.models.items()]
     declared += [(f"models.{name}", spec) for suite in plan.suites for name, spec in suite.spec.models.items()]
-    for name, target, _, _ in _targets(plan):
+    for name, target, *_ in _targets(plan):
         for key in ("model", "fallback"):
             value = getattr(target, key, None)
             if isinstance(value, str) and ":" in value:

@@ -53,9 +53,9 @@ def _fail_config(problems: list[Problem]) -> None:
     ordered = sorted(problems, key=lambda p: (files[p.file], p.line, p.column))
     for problem in ordered[:MAX_SHOWN_PROBLEMS]:
         click.echo(str(problem), err=True)
-    count = len(problems)
-    if count > MAX_SHOWN_PROBLEMS:
-        click.echo(f"... and {count - MAX_SHOWN_PROBLEMS:,} more, not shown: fix these first", err=True)
+    count = sum(p.count for p in problems)  # a cases file's "N more problems" line is N of them
+    if len(problems) > MAX_SHOWN_PROBLEMS:
+        click.echo(f"... and {len(problems) - MAX_SHOWN_PROBLEMS:,} more, not shown: fix these first", err=True)
     click.echo(f"{count:,} problem{'s' if count != 1 else ''} found", err=True)
     sys.exit(EXIT_CONFIG)
 

@@ -174,7 +174,7 @@ def finish_reports(run_dir: Path, requests: list[ReportRequest], baseline: Path 
             console.print(f"{kind} report: {shown_path(path)}", style="dim", highlight=False, markup=False)
     for error in emitted.errors:
         click.echo(f"error: {error}", err=True)
-    if emitted.errors and code in (0, 1):
+    if emitted.errors and code in (0, 1, EXIT_CONFIG):  # 3 is worse than a suite's 2, not than 4 or a signal's
         return EXIT_INFRA
     return code
 

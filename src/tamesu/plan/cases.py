@@ -17,9 +17,11 @@ from tamesu.suite.yaml_reader import column, read_bounded
 class CasesFileError(ValueError):
     """Every problem of a cases file found in one reading, each one line (a ValueError of one is one too)."""
 
-    def __init__(self, messages: list[str]) -> None:
+    def __init__(self, messages: list[str], more: int = 0) -> None:
         super().__init__("\n".join(messages))
         self.messages = messages
+        self.more = more
+        """Problems found beyond those said (a spreadsheet of 10,000 wrong rows is not 10,000 lines)."""
 
 
 def read_cases(path: Path) -> list[Any]:
@@ -87,8 +89,7 @@ def read_cases(path: Path) -> list[Any]:
         raise ValueError(f"{path.name} has no cases: " + ("an empty array" if path.suffix.lower() == ".json"
                                                            else "a header row and no rows below it"))
     if said:  # bounded: a spreadsheet of 10,000 wrong rows is not 10,000 lines
-        more = [f"{path.name}: {len(said) - _MAX_SAID:,} more problems"] if len(said) > _MAX_SAID else []
-        raise CasesFileError([problem for _, problem in sorted(said)[:_MAX_SAID]] + more)
+        raise CasesFileError([problem for _, problem in sorted(said)[:_MAX_SAID]], max(0, len(said) - _MAX_SAID))
     return cases
 
 

@@ -6,6 +6,7 @@ Every problem in what a user wrote is collected with its position and raised tog
 from __future__ import annotations
 
 import collections
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
@@ -322,6 +323,9 @@ def _expand_test(
         except ValueError as exc:
             said = exc.messages if isinstance(exc, CasesFileError) else [str(exc)]
             problems.extend(doc.problem(cases_loc, message) for message in said)
+            if isinstance(exc, CasesFileError) and exc.more:
+                more = doc.problem(cases_loc, f"{Path(spec.cases_file).name}: {exc.more:,} more problems")
+                problems.append(dataclasses.replace(more, count=exc.more))  # counted in "N problems found"
             return []
     counted = collections.Counter(c.name for c in cases)  # linear: 20,000 cases, not 20,000 squared
     for name in sorted(n for n, times in counted.items() if times > 1):

@@ -55,7 +55,9 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
         failures = [] if inconclusive else detail.failed_assertions if detail is not None else summary.failures
         if summary.fault is not None:
             # the reason once: a fault whose reason is the error or a failure said below is named alone
-            below = {summary.error, *(f"{f.name}: {f.reason}" for f in failures), *(f.reason for f in failures)}
+            said = [f"{f.name}: {f.reason}" if f.reason else f.name for f in failures]
+            # an agent's fault_reason is every failure joined (engine/fault.py): said below, line by line
+            below = {summary.error, *said, "; ".join(said), *(f.reason for f in failures)}
             why = summary.fault_reason or summary.status
             lines.append(f"{prefix}fault {summary.fault}" + ("" if why in below else f": {why}"))
         if inconclusive:

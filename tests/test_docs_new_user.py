@@ -1,0 +1,75 @@
+"""The pages a new user reads first, held to what the code does: getting started's first suite runs against the
+example it names as the page says; the store page's `.gitignore` advice is the lines `tamesu init` writes (it said
+to ignore `.tamesu/` whole, which keeps out the schemas the suites' first lines point editors at and the replay
+cache CI replays); the run folders the concepts page names are the ones a run makes; the repeats page's
+persona-facts examples are read by the audit as it says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from conftest import run_tamesu
+from example_shop import example_shop
+from tamesu.cli.scaffold import IGNORED
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def test_the_store_pages_gitignore_advice_is_what_init_writes() -> None:
+    text = DOCS.joinpath("store.md").read_text(encoding="utf-8")
+    advice = re.search(r"keep `([^`]+)` out of version control", text)
+    assert advice, "the store page says what of .tamesu/ to keep out of git"
+    assert advice.group(1) in IGNORED
+    assert "add `.tamesu/` to your `.gitignore`" not in text
+
+
+def test_the_run_folders_concepts_names_are_the_ones_a_run_makes() -> None:
+    # a spoiled run made again with a new seed went into `run-1-rerun-2/`, a folder the page never named
+    from tamesu.engine.repeats import run_dir_name
+
+    text = DOCS.joinpath("concepts.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`(run-N(?:-\w+-K)?)/`", text))
+    made = {"run-N": run_dir_name(3), "run-N-retry-K": run_dir_name(3, attempt=2),
+            "run-N-rerun-K": run_dir_name(3, rerun=1)}
+    assert named == set(made), named
+    for pattern, name in made.items():
+        assert pattern.replace("N", "3").replace("K", "1") == name
+    leaves = text.split("## What a run leaves behind", 1)[1]
+    for file in ("plan.json", "results.jsonl", "run.json", "transcript.json", "result.json", "report.html"):
+        assert file in leaves, file
+
+
+def test_the_repeats_pages_persona_facts_examples_are_read_as_it_says() -> None:
+    from tamesu.roles.audit import deterministic_finding
+
+    text = DOCS.joinpath("repeats.md").read_text(encoding="utf-8")
+    found = re.search(r"`([^`]+)` against `facts: \{(\w+): ([\w-]+)\}`; a line that does not name the fact, `([^`]+)`",
+                      text)
+    assert found, "the page shows a line the audit reads as contradicting a fact, and one it does not"
+    contradicting, key, value, unnamed = found.groups()
+
+    def said(line: str) -> object:
+        return deterministic_finding([{"role": "user", "text": line, "turn": 1, "source": "simulator"}], {key: value})
+
+    assert said(contradicting) is not None
+    assert said(unnamed) is None
+
+
+def test_the_first_suite_runs_against_the_example_as_the_page_says(tmp_path: Path) -> None:
+    # the page showed a suite and named its example, but not how to run one against the other: SHOP_URL unset
+    # and the SHOP_TOKEN secret the example never needs were two exit-2 problems for a reader who tried
+    page = DOCS.joinpath("getting-started.md").read_text(encoding="utf-8")
+    section = page.split("## A first suite", 1)[1].split("\n## ", 1)[0]
+    suite = re.search(r"```yaml\n(.*?)```", section, re.S)
+    command = re.search(r"\n((?:[A-Z_]+=\S+ )+)tamesu run suite\.yaml\n", section)
+    assert suite and command, "the section's suite and the command that runs it"
+    assert "python examples/rest-shop/agent.py --port 0" in section
+    env = dict(pair.split("=", 1) for pair in command.group(1).split())
+    assert set(env) == {"SHOP_URL", "SHOP_TOKEN"}, env
+    with example_shop(tmp_path) as (_folder, url):
+        (tmp_path / "suite.yaml").write_text(suite.group(1), encoding="utf-8")
+        env["SHOP_URL"] = url  # the URL the agent printed, where the page writes http://127.0.0.1:PORT
+        done = run_tamesu(["run", "suite.yaml", "--out", "out"], tmp_path, env={**env, "TAMESU_STORE": "off"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS  suite/order status" in done.stdout
