@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from sessions import events
@@ -67,6 +67,16 @@ async def _sign_in_page(_: Request) -> Response:
                         "Acme SSO\n</title></head><body><form>...</form></body></html>")
 
 
+async def _proxy_error_page(_: Request) -> Response:
+    return HTMLResponse("<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway"
+                        "</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n", status_code=502)
+
+
+async def _crash_trace(_: Request) -> Response:
+    return PlainTextResponse("Traceback (most recent call last):\n  File \"app.py\", line 9, in chat\n"
+                             "KeyError: 'order'\n", status_code=500)
+
+
 async def _html_reply(_: Request) -> Response:
     return HTMLResponse("<p>Your order <b>A-1</b> has shipped.</p>")
 
@@ -101,7 +111,8 @@ def _app() -> Starlette:
               ("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
               ("/tools", _tools_only), ("/sign-in", _sign_in_page), ("/html-reply", _html_reply),
               ("/ollama", _ollama_shaped), ("/langserve", _langserve_shaped),
-              ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error)]
+              ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error),
+              ("/proxy-error", _proxy_error_page), ("/crash-trace", _crash_trace)]
     return Starlette(routes=[Route(path, handler, methods=["POST"]) for path, handler in routes])
 
 
@@ -127,6 +138,16 @@ async def test_a_web_page_for_an_answer_fails_the_turn_naming_the_page(tmp_path:
     async with opened({"url": f"{faulty}/html-reply"}, make_session(tmp_path)) as target:
         turn = await target.send(UserTurn(text="hi"))
     assert turn.text == "<p>Your order <b>A-1</b> has shipped.</p>"
+
+
+async def test_a_5xx_answer_is_said_in_one_line_a_proxys_error_page_by_its_title(tmp_path: Path, faulty: str) -> None:
+    # before: a proxy's HTML error page or the agent's traceback was put in the failure as it came, over many lines
+    error = await _turn_error(tmp_path, {"url": f"{faulty}/proxy-error"})
+    assert str(error) == "the agent answered HTTP 502 with a web page, titled '502 Bad Gateway'", str(error)
+    assert error.status == 502 and "<center>" in str(error.raw)  # the page itself is kept with the failed turn
+    error = await _turn_error(tmp_path, {"url": f"{faulty}/crash-trace"})
+    assert str(error) == ("the agent answered HTTP 500: Traceback (most recent call last): File \"app.py\", line 9, "
+                          "in chat KeyError: 'order'"), str(error)
 
 
 async def test_a_refusal_with_no_json_is_where_tamesu_was_sent_not_the_agents_answer(tmp_path: Path,

@@ -173,10 +173,17 @@ class TurnReader:
                          f"{REFUSAL_HINTS[answer.status]}")
 
     def fail_on_5xx(self, answer: Answer) -> None:
-        if answer.status >= 500:
-            raise TurnError(f"the agent answered HTTP {answer.status}: "
-                            f"{self._session().redactor.text(excerpt(answer.body))}",
-                            raw=answer.body, status=answer.status)
+        """A 5xx fails the turn in one line: a gateway's or proxy's HTML error page by its title (its markup said
+        nothing more), any other body by its words with their line breaks folded (an agent's traceback)."""
+        if answer.status < 500:
+            return
+        body = answer.body
+        if isinstance(body, str) and is_web_page(body):
+            title = page_title(body)
+            said = f" with a web page, titled '{self._session().redactor.text(title)}'" if title else " with a web page"
+        else:
+            said = f": {self._session().redactor.text(excerpt(body))}"
+        raise TurnError(f"the agent answered HTTP {answer.status}{said}", raw=body, status=answer.status)
 
 
 def timed_out(limit: float, waiting_for: str, stream: StreamText | None) -> TurnError:

@@ -83,8 +83,10 @@ def is_json_type(content_type: str) -> bool:
 
 
 def excerpt(doc: object) -> str:
+    """The start of a body for a one-line message: line breaks and runs of spaces folded into one space."""
     text = doc if isinstance(doc, str) else json.dumps(doc, ensure_ascii=False)
-    return text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+    folded = " ".join(text[:EXCERPT * 4].split())  # a cut first: a body may be megabytes
+    return folded if len(folded) <= EXCERPT and len(text) <= EXCERPT * 4 else folded[:EXCERPT] + "..."
 
 
 def unreachable_reason(exc: BaseException) -> str | None:
