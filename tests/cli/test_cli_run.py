@@ -156,6 +156,23 @@ def test_a_failing_assertion_exits_1_with_its_reason(tmp_path: Path, tamesu, age
     assert [w.split(":")[0] for w in warned] == ["slo time_to_first_audio_ms", "slo turn_latncy_ms_p95"]
 
 
+def test_a_failed_slo_names_its_metric_once(tmp_path: Path, tamesu, agent) -> None:
+    # before: "✗ slo/turn_latency_ms: turn_latency_ms: expected <= 0.001, ..." on the console and in every report
+    _, url = agent
+    suite(tmp_path, url, """\
+  - name: slow
+    target: bot
+    scenario: { script: [ { say: hello } ] }
+""", extra="defaults:\n  slo: { turn_latency_ms: 0.001 }\n")
+    result = tamesu(["run", "suite.yaml", "--out", "out", "--report", "junit"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [line] = [x for x in result.stdout.splitlines() if "✗" in x]
+    assert line.strip().startswith("✗ slo/turn_latency_ms: expected"), line
+    detail = json.loads((only_run_dir(tmp_path / "out") / "suite/slow/run-1/result.json").read_text())
+    [slo] = [a for a in detail["assertions"] if a["name"] == "slo/turn_latency_ms"]
+    assert slo["passed"] is False and slo["reason"].startswith("expected"), slo
+
+
 def test_an_unreachable_agent_is_an_infrastructure_error(tmp_path: Path, tamesu) -> None:
     port = refused_port()
     suite(tmp_path, f"http://127.0.0.1:{port}", """\

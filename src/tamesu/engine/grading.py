@@ -140,6 +140,8 @@ async def grade(
             continue
         attempted(assertion.label, verdict.attempts)
         reason = with_capture_notes(verdict.reason, view.events) if verdict.undecided else verdict.reason
+        if assertion.label.startswith("slo/"):  # the label names the metric already: "slo/X: X: expected" said it twice
+            reason = reason.removeprefix(f"{assertion.label[4:]}: ")
         graded.append(AssertionResult(name=assertion.label, passed=verdict.passed, reason=reason,
                                       score=verdict.score, evidence=verdict.evidence,
                                       on_turn=assertion.on_turn, model=verdict.model,
