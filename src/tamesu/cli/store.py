@@ -36,9 +36,14 @@ def open_store(url_option: str | None, config: str | None, *, existing: bool = F
     from tamesu.store import StoreError, store_url
 
     project = _project(config)
+    off = False
     try:
-        url = store_url(url_option, project.dir, environ={}) if url_option else \
-            store_url(project.spec.store, project.dir) or store_url(True, project.dir, environ={})
+        if url_option:
+            url = store_url(url_option, project.dir, environ={})
+        else:
+            url = store_url(project.spec.store, project.dir)
+            off = url is None  # runs write none; one written before, or imported, is still read
+            url = url or store_url(True, project.dir, environ={})
     except StoreError as exc:
         click.echo(f"--{exc}" if url_option else str(exc), err=True)
         sys.exit(EXIT_CONFIG)
@@ -47,7 +52,9 @@ def open_store(url_option: str | None, config: str | None, *, existing: bool = F
         sys.exit(EXIT_CONFIG)
     file = _sqlite_file(url) if existing else None
     if file is not None and not file.exists():
-        click.echo(f"no store at {file}: no run has written one there (a run with the store on makes it; "
+        why = "the store is off (store: false in tamesu.yaml or TAMESU_STORE=off), so no run writes one" if off \
+            else "no run has written one there"
+        click.echo(f"no store at {file}: {why} (a run with the store on makes it; "
                    "`tamesu store import RUN_DIR` fills it in)", err=True)
         sys.exit(EXIT_CONFIG)
     try:
