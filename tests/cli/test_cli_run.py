@@ -173,6 +173,21 @@ def test_a_failed_slo_names_its_metric_once(tmp_path: Path, tamesu, agent) -> No
     assert slo["passed"] is False and slo["reason"].startswith("expected"), slo
 
 
+def test_the_results_line_names_the_run_folder_as_the_report_lines_do(tmp_path: Path, tamesu, agent) -> None:
+    # before: `--out` given as an absolute path printed "results: /abs/.../out/RUN" above "html report: out/RUN/..."
+    _, url = agent
+    suite(tmp_path, url, """\
+  - name: fine
+    target: bot
+    scenario: { script: [ { say: hello } ] }
+""")
+    result = tamesu(["run", "suite.yaml", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run = only_run_dir(tmp_path / "out").name
+    lines = result.stdout.splitlines()
+    assert f"results: out/{run}" in lines and f"html report: out/{run}/report.html" in lines, result.stdout
+
+
 def test_an_unreachable_agent_is_an_infrastructure_error(tmp_path: Path, tamesu) -> None:
     port = refused_port()
     suite(tmp_path, f"http://127.0.0.1:{port}", """\

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from tamesu.report.along_the_way import AlongTheWay
+from tamesu.report.load import shown_path
 from tamesu.report.words import count_of, echoed_failure, not_evaluated, visible
 from tamesu.results.load import LoadReport, table_lines
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
@@ -172,7 +173,7 @@ class ConsoleReporter:
             self._print(Text(f"stopped early: {summary.stopped}", style="bold yellow"))
         if noted := self._along_the_way.line():
             self._print(Text(noted, style="yellow"))
-        self._print(Text(f"results: {run_dir}", style="dim"))
+        self._print(Text(f"results: {shown_path(run_dir)}", style="dim"))  # as the report lines after it
 
     # ------------------------------------------------------------ helpers
 
