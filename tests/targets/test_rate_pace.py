@@ -83,3 +83,19 @@ def test_a_stream_at_a_fraction_of_real_time_is_said_with_the_rate_that_fits_als
     assert slow_pace(Heard(arrivals=_sent(150, 20.0, 20.0)), fmt, RATE_KEY) is None  # real time
     assert slow_pace(Heard(arrivals=_sent(150, 28.0, 20.0)), fmt, RATE_KEY) is None  # a loaded sender: 0.7x
 
+
+
+def test_a_real_time_talker_read_after_a_late_first_read_is_no_flood() -> None:
+    # seen at load 25-28 (test_voice_burst's /endless talker, 4 s turn_timeout): the reader's first read came 1 s
+    # into the agent's speech, that second's chunks were stamped at once and the rest as they came: "4.0s of audio
+    # arrived in 2.9s (faster than real time)", and the talker failed as a flood, not as one who never stops
+    for wakes in (range(1000, 5000), range(1000, 5000, 37)):  # then keeping up; or waking every 37 ms
+        late = _read(_sent(200, 20.0, 20.0), [float(ms) for ms in wakes])
+        assert late.audio_ms > STRICT_FLOOD_FACTOR * (late.arrivals[-1][0] - late.arrivals[0][0] + 20.0)
+        assert flood(late, STRICT_FLOOD_FACTOR) is None, wakes
+    # the same backlog, then chunks at twice real time, is still a flood; and so is one burst of the whole reply
+    twice = _read(_sent(50, 20.0, 20.0) + [(1000 + k * 10.0, 20.0) for k in range(150)],
+                  [float(ms) for ms in range(1000, 5000)])
+    assert flood(twice, STRICT_FLOOD_FACTOR) is not None
+    burst = Heard(arrivals=[(k * 0.01, 20.0) for k in range(200)], audio_ms=4000.0)
+    assert flood(burst, STRICT_FLOOD_FACTOR) == "4.0s of audio arrived in 0.0s (faster than real time)"
