@@ -92,6 +92,13 @@ def _run(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str
     return [(r["test"], r) for r in sorted(results, key=lambda r: r["started_at"])]
 
 
+def starved(record: dict) -> bool:
+    """tamesu's own audio loop waited for a core a tenth of the call or more (`loop_runqueue_ms`): a record of
+    results.jsonl."""
+    waited = max((r.get("metrics", {}).get("loop_runqueue_ms", 0.0) for r in record["runs"]), default=0.0)
+    return bool(waited >= 0.1 * record["duration_ms"])
+
+
 def not_yet_within(differences: dict[str, list[float]], bound: float) -> list[str]:
     """The names none of whose calls is within `bound` of the agent's own clock (tamesu minus the agent, ms)."""
     return [name for name, found in differences.items() if not any(abs(d) <= bound for d in found)]
