@@ -150,17 +150,20 @@ _RUNS = itertools.count(1)
 
 
 def calls_on_the_bots_clock(tamesu: Callable, tmp_path: Path, bot: ClockBot, *, targets: dict[str, str], test: str,
-                            repeat: int, timeout: float, again: Callable[[list[Call]], Collection[str]]) -> list[Call]:
+                            repeat: int, timeout: float, again: Callable[[list[Call]], Collection[str]],
+                            starved_extra: int = 0) -> list[Call]:
     """`targets` (name: YAML flow mapping, `{base}` for the clock bot's ws:// URL, `{call}` for `call=TAG`, which
     tags the bot's notes of this name's calls) called one at a time, up to `repeat` times each while `again`
-    (given the calls so far) names it (`calls_one_at_a_time`). Returns each call, in the order they ran: its test
+    (given the calls so far) names it, `starved_extra` times more while every call was starved
+    (`calls_one_at_a_time`). Returns each call, in the order they ran: its test
     name, result.json and what the bot noted on its clock: `first_audio_ms` and `silence_ms` (the longest
     silence of each reply), lists in reply order."""
     tags = {name: f"r{next(_RUNS)}-{name}" for name in targets}
     filled = {name: target.replace("{base}", bot.url).replace("{call}", f"call={tags[name]}")
               for name, target in targets.items()}
     calls = calls_one_at_a_time(tamesu, tmp_path, targets=filled, test=test, repeat=repeat, timeout=timeout,
-                                again=lambda done: again(_with_notes(bot.clock, tags, done)))
+                                again=lambda done: again(_with_notes(bot.clock, tags, done)),
+                                starved_extra=starved_extra)
     return _with_notes(bot.clock, tags, calls)
 
 
