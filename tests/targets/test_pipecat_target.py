@@ -8,15 +8,14 @@ import json
 import os
 import shutil
 import wave
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agents.pipecat_agents import PipecatAgents
-from agents.voice import starved
-from agents.voice_bot import BOT_DIR, needs_bot
+from agents.voice_bot import BOT_DIR, ExampleRun, needs_bot
 from conftest import run_tamesu, why
 from hidden_modules import hiding
 from seeded import name_where
@@ -51,47 +50,18 @@ def bot_run(tmp_path_factory: pytest.TempPathFactory, voice_bot_url: str) -> Ite
     yield run_dir, done.stdout + done.stderr, done.returncode
 
 
-def _records(run_dir: Path) -> dict[str, dict[str, Any]]:
-    return {r["test"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
-
-
-def _alone(run_dir: Path, voice_bot_url: str, test: str) -> Path:
-    """The example suite's `test` run again by itself against the bot (idle now): the new run's folder. For a
-    call of the three at once whose tamesu waited for a core a tenth of the call or more (`starved`): at load 25
-    its loop waited 24-31 s of a 57-75 s call, the bot took 15 s to start a reply, and the barge-in's record
-    came out of order; test_voice_target.py does the same."""
-    project = run_dir.parent.parent
-    out = project / f"again-{test.replace(' ', '-')}"
-    if out.is_dir():  # made for another test of this module
-        return next(d for d in out.iterdir() if d.is_dir())
-    done = run_tamesu(["run", "pipecat.tamesu.yaml", "--out", str(out), "--filter", f"^{SUITE}/{test}$"], cwd=project,
-                      env={"VOICE_BOT": voice_bot_url}, timeout=300)
-    assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
-    return next(d for d in out.iterdir() if d.is_dir())
-
-
-def _checked(bot_run: tuple[Path, str, int], voice_bot_url: str, test: str,
-             checks: Callable[[dict[str, Any]], None]) -> None:
-    """`checks` on `test`'s result in the suite's run; when they fail on a starved call, on a call made alone."""
-    run_dir = bot_run[0]
-    try:
-        checks(_result(run_dir, test.replace(" ", "-")))
-    except (AssertionError, KeyError, IndexError, StopIteration):
-        if not starved(_records(run_dir)[test]):
-            raise
-        checks(_result(_alone(run_dir, voice_bot_url, test), test.replace(" ", "-")))
+@pytest.fixture(scope="module")
+def example(bot_run: tuple[Path, str, int], voice_bot_url: str) -> ExampleRun:
+    return ExampleRun(bot_run[0], "pipecat.tamesu.yaml", SUITE, voice_bot_url, run_tamesu)
 
 
 @needs_bot
-def test_the_bot_suite_passes_in_text_and_audio_mode(bot_run: tuple[Path, str, int], voice_bot_url: str) -> None:
-    run_dir, output, _code = bot_run
+def test_the_bot_suite_passes_in_text_and_audio_mode(bot_run: tuple[Path, str, int], example: ExampleRun) -> None:
+    _run_dir, output, _code = bot_run
     assert "Traceback" not in output
-    records = _records(run_dir)
-    assert len(records) == 7, output
-    for test, record in records.items():
-        if record["status"] != "passed" and starved(record):
-            record = _records(_alone(run_dir, voice_bot_url, test))[test]
-        assert record["status"] == "passed", (test, why(record), output)
+    outcomes = example.outcomes()
+    assert len(outcomes) == 7, output
+    assert all(r["status"] == "passed" for r in outcomes.values()), {t: why(r) for t, r in outcomes.items()}
 
 
 @needs_bot
@@ -117,10 +87,9 @@ def test_text_mode_hears_the_greeting_and_answers_the_bots_tool_call(bot_run: tu
 
 
 @needs_bot
-def test_audio_mode_measures_the_spoken_answer_and_keeps_the_wav(bot_run: tuple[Path, str, int],
-                                                                  voice_bot_url: str) -> None:
-    _checked(bot_run, voice_bot_url, "audio greeting and spoken answer", _spoken_answer)
-    _checked(bot_run, voice_bot_url, "audio tool answered from tool_results", _spoken_tool_answer)
+def test_audio_mode_measures_the_spoken_answer_and_keeps_the_wav(example: ExampleRun) -> None:
+    example.checked("audio greeting and spoken answer", _spoken_answer)
+    example.checked("audio tool answered from tool_results", _spoken_tool_answer)
 
 
 def _spoken_answer(result: dict[str, Any]) -> None:
@@ -145,9 +114,8 @@ def _spoken_tool_answer(tool: dict[str, Any]) -> None:
 
 
 @needs_bot
-def test_a_barge_in_is_seen_in_the_audio_and_in_the_bots_messages(bot_run: tuple[Path, str, int],
-                                                                   voice_bot_url: str) -> None:
-    _checked(bot_run, voice_bot_url, "audio barge-in", _barge_in)
+def test_a_barge_in_is_seen_in_the_audio_and_in_the_bots_messages(example: ExampleRun) -> None:
+    example.checked("audio barge-in", _barge_in)
 
 
 def _barge_in(result: dict[str, Any]) -> None:
