@@ -26,6 +26,10 @@ GREETING = "Welcome to the bakery. How can I help you?"
 LINE_DELAY_S = 0.8
 """`/line`: the silence it streams between hearing the caller stop and answering."""
 ANSWER = "We open at nine in the morning."
+TALKED_OVER_WITHIN_S = 18.0
+"""`/stops`: how long its first answer goes on (ANSWER again and again) while the caller has not talked over it."""
+TALKS_ON_S = 2.0
+"""`/stops?after_ms=-1`: how long its first answer goes on over the caller's words, at least."""
 
 
 async def _speech(text: str) -> bytes:
@@ -118,12 +122,16 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
         """`/stops?after_ms=N`: greets, answers each utterance 0.3 s after it ended with a long answer (four
         times ANSWER) on a clock, and stops it N ms after the caller's first loud frame over it, saying nothing
         of it (no control message); N < 0: never stops, and answers an utterance that came while it talked 0.3 s
-        after it has finished talking. Its stops go to `self.stops` (ms after that frame)."""
+        after it has finished talking. Its stops go to `self.stops` (ms after that frame). Its first answer,
+        the one a caller talks over, goes on until that caller does (`TALKED_OVER_WITHIN_S`) and, never
+        stopping, talks on `TALKS_ON_S` over the caller's words: a loaded tamesu's barge-in, its words
+        synthesised when it decides, came after the four ANSWERs had ended (the agent never talked over)."""
         loop = asyncio.get_running_loop()
         queued = [self.greeting[k:k + FRAME] for k in range(0, len(self.greeting), FRAME)]
         long_answer = self.answer * 4
         answer_at: list[float] = []
-        state: dict[str, float | None] = {"talked_over": None}
+        # talked_over: the caller's first loud frame over an answer, until it stopped; first_over: over the first
+        state: dict[str, float | None] = {"talked_over": None, "first_over": None, "first_from": None}
         spoke_until = 0.0
         caller = EndOfSpeech(quiet_frames=25)
 
@@ -134,6 +142,10 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
                         continue
                     if caller.heard(message):
                         answer_at.append(loop.time() + 0.3)
+                    elif caller.loud and queued and state["first_from"] is not None and state["first_over"] is None:
+                        state["first_over"] = loop.time()
+                        if after_ms >= 0:
+                            state["talked_over"] = state["first_over"]
                     elif caller.loud and queued and state["talked_over"] is None and after_ms >= 0:
                         state["talked_over"] = loop.time()
 
@@ -150,6 +162,13 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
                 if not queued and answer_at and now >= max(answer_at[0], spoke_until):
                     answer_at.pop(0)
                     queued = [long_answer[k:k + FRAME] for k in range(0, len(long_answer), FRAME)]
+                    if state["first_from"] is None:
+                        state["first_from"] = now
+                first_from, first_over = state["first_from"], state["first_over"]
+                if len(queued) == 1 and first_from is not None and (
+                        (first_over is None and now < first_from + TALKED_OVER_WITHIN_S)
+                        or (after_ms < 0 and first_over is not None and now < first_over + TALKS_ON_S)):
+                    queued += [self.answer[k:k + FRAME] for k in range(0, len(self.answer), FRAME)]
                 if queued:
                     await ws.send(queued.pop(0))
                     spoke_until = now + 0.3  # a pause between its answers, as every agent makes

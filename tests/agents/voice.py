@@ -56,23 +56,26 @@ Again = Callable[[list[tuple[str, dict]]], Collection[str]]
 
 
 def calls_one_at_a_time(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str, repeat: int,
-                        timeout: float, again: Again | None = None) -> list[tuple[str, dict]]:
+                        timeout: float, again: Again | None = None, starved_extra: int = 0) -> list[tuple[str, dict]]:
     """A suite of `targets` (name: its YAML flow mapping), each with one test of the same name (`test`: the rest of
     its YAML mapping after the name and target), through `tamesu run` one call at a time, so that an agent's notes
     are in the order the calls ran. Each name is called `repeat` times; with `again`, in rounds of one call each,
     a name called again only while `again` names it (a test that takes the closer of a name's calls needs no
-    second call when the first already agrees: the clock lanes' wall time halves). Returns each call's test name
-    and result.json, in the order they ran; every run must pass."""
+    second call when the first already agrees: the clock lanes' wall time halves), and up to `starved_extra`
+    rounds more for a name every call of which was `starved`. Returns each call's test name and result.json, in
+    the order they ran; every run must pass."""
     if again is None:
         return _run(tamesu, tmp_path, targets=targets, test=test, repeat=repeat, timeout=timeout)
     calls: list[tuple[str, dict]] = []
     pending = list(targets)
-    for round_number in range(1, repeat + 1):
+    for round_number in range(1, repeat + starved_extra + 1):
         folder = tmp_path / f"round{round_number}"
         folder.mkdir()
         calls += _run(tamesu, folder, targets={name: targets[name] for name in pending}, test=test, repeat=1,
                       timeout=timeout)
         pending = [name for name in pending if name in set(again(calls))]
+        if round_number >= repeat:
+            pending = [name for name in pending if all(starved(result) for made, result in calls if made == name)]
         if not pending:
             break
     return calls
@@ -90,6 +93,14 @@ def _run(tamesu: Callable, tmp_path: Path, *, targets: dict[str, str], test: str
     assert done.returncode == 0, done.stdout + done.stderr
     results = [json.loads(path.read_text()) for path in out.rglob("result.json")]
     return [(r["test"], r) for r in sorted(results, key=lambda r: r["started_at"])]
+
+
+def starved(record: dict) -> bool:
+    """tamesu's own audio loop waited for a core a tenth of the call or more (`loop_runqueue_ms`): a record of
+    results.jsonl, or a run's result.json."""
+    runs = record.get("runs") or [record]
+    waited = max((r.get("metrics", {}).get("loop_runqueue_ms", 0.0) for r in runs), default=0.0)
+    return bool(waited >= 0.1 * record["duration_ms"])
 
 
 def not_yet_within(differences: dict[str, list[float]], bound: float) -> list[str]:

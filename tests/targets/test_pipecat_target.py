@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from agents.pipecat_agents import PipecatAgents
-from agents.voice_bot import BOT_DIR, needs_bot
-from conftest import run_tamesu
+from agents.voice_bot import BOT_DIR, ExampleRun, needs_bot
+from conftest import run_tamesu, why
 from hidden_modules import hiding
 from seeded import name_where
 from tamesu.audio.extra import problem
@@ -31,7 +31,9 @@ SUITE = "voice-bot-pipecat"
 
 
 def _result(run_dir: Path, test: str) -> dict[str, Any]:
-    return json.loads((run_dir / SUITE / test / "run-1" / "result.json").read_text())
+    """`test`'s (its folder's name) result.json, and that folder as `_dir`."""
+    folder = run_dir / SUITE / test / "run-1"
+    return {**json.loads((folder / "result.json").read_text()), "_dir": folder}
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +50,18 @@ def bot_run(tmp_path_factory: pytest.TempPathFactory, voice_bot_url: str) -> Ite
     yield run_dir, done.stdout + done.stderr, done.returncode
 
 
+@pytest.fixture(scope="module")
+def example(bot_run: tuple[Path, str, int], voice_bot_url: str) -> ExampleRun:
+    return ExampleRun(bot_run[0], "pipecat.tamesu.yaml", SUITE, voice_bot_url, run_tamesu)
+
+
 @needs_bot
-def test_the_bot_suite_passes_in_text_and_audio_mode(bot_run: tuple[Path, str, int]) -> None:
-    _run_dir, output, code = bot_run
-    assert code == 0, output
-    assert "7 passed" in output and "Traceback" not in output
+def test_the_bot_suite_passes_in_text_and_audio_mode(bot_run: tuple[Path, str, int], example: ExampleRun) -> None:
+    _run_dir, output, _code = bot_run
+    assert "Traceback" not in output
+    outcomes = example.outcomes()
+    assert len(outcomes) == 7, output
+    assert all(r["status"] == "passed" for r in outcomes.values()), {t: why(r) for t, r in outcomes.items()}
 
 
 @needs_bot
@@ -78,9 +87,12 @@ def test_text_mode_hears_the_greeting_and_answers_the_bots_tool_call(bot_run: tu
 
 
 @needs_bot
-def test_audio_mode_measures_the_spoken_answer_and_keeps_the_wav(bot_run: tuple[Path, str, int]) -> None:
-    run_dir, _output, _code = bot_run
-    result = _result(run_dir, "audio-greeting-and-spoken-answer")
+def test_audio_mode_measures_the_spoken_answer_and_keeps_the_wav(example: ExampleRun) -> None:
+    example.checked("audio greeting and spoken answer", _spoken_answer)
+    example.checked("audio tool answered from tool_results", _spoken_tool_answer)
+
+
+def _spoken_answer(result: dict[str, Any]) -> None:
     metrics = result["metrics"]
     assert metrics["greeting_ms"] > 0 and metrics["time_to_first_audio_ms"] > 0
     # the bot's own transcript of the user, against what tamesu synthesised: Whisper tiny in the bot, on a
@@ -92,18 +104,21 @@ def test_audio_mode_measures_the_spoken_answer_and_keeps_the_wav(bot_run: tuple[
     # the caller's turn (a split answer's question is a turn of its own after it, where the bot heard no one)
     spoken = next(t for t in reversed(result["turns"]) if t["user"] is not None)
     assert "book" in spoken["agent"]["audio"]["agent_heard_user"].lower()
-    path = run_dir / SUITE / "audio-greeting-and-spoken-answer" / "run-1" / "audio.wav"
-    with wave.open(str(path)) as wav:
+    with wave.open(str(result["_dir"] / "audio.wav")) as wav:
         assert wav.getnchannels() == 2 and wav.getnframes() > wav.getframerate() * 3
-    tool = _result(run_dir, "audio-tool-answered-from-tool_results")
+
+
+def _spoken_tool_answer(tool: dict[str, Any]) -> None:
     assert [c["name"] for t in tool["turns"] for c in t["agent"]["tool_calls"]] == ["get_weather"]
     assert "windy" in tool["turns"][-1]["agent"]["text"].lower()
 
 
 @needs_bot
-def test_a_barge_in_is_seen_in_the_audio_and_in_the_bots_messages(bot_run: tuple[Path, str, int]) -> None:
-    run_dir, _output, _code = bot_run
-    result = _result(run_dir, "audio-barge-in")
+def test_a_barge_in_is_seen_in_the_audio_and_in_the_bots_messages(example: ExampleRun) -> None:
+    example.checked("audio barge-in", _barge_in)
+
+
+def _barge_in(result: dict[str, Any]) -> None:
     metrics = result["metrics"]
     assert metrics["pipecat_bot_interrupted"] >= 1 and "barge_in" in [e["name"] for e in result["events"]]
     assert 0 <= metrics["interruption_stop_ms"] < 3000

@@ -35,7 +35,7 @@ tests:
     target: bot
     repeat: {CALLS}
     persona: {{ behaviors: {{ speaking_rate: 0.7 }} }}
-    scenario: {{ script: [ {{ wait_for: "press|billing" }}, {{ say: "{SENTENCE}" }} ] }}
+    scenario: {{ script: [ {{ wait_for: "press|billing", timeout: 40s }}, {{ say: "{SENTENCE}" }} ] }}
 """, encoding="utf-8")
     out = tmp_path / "out"
     done = tamesu(["run", str(suite), "--out", str(out), "--parallel", str(CALLS)], cwd=tmp_path,

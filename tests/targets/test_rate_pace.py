@@ -8,7 +8,7 @@ after it arrived (a backlog read at once), and it stalls 0.3 s every 0.6 s, and 
 from __future__ import annotations
 
 from tamesu.audio.formats import AudioFormat
-from tamesu.targets.audio.burst import STRICT_FLOOD_FACTOR, flood, pace_problem, slow_pace
+from tamesu.targets.audio.burst import STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap, slow_pace
 from tamesu.targets.audio.heard import Heard
 
 RATE_KEY = "audio.sample_rate"
@@ -83,3 +83,32 @@ def test_a_stream_at_a_fraction_of_real_time_is_said_with_the_rate_that_fits_als
     assert slow_pace(Heard(arrivals=_sent(150, 20.0, 20.0)), fmt, RATE_KEY) is None  # real time
     assert slow_pace(Heard(arrivals=_sent(150, 28.0, 20.0)), fmt, RATE_KEY) is None  # a loaded sender: 0.7x
 
+
+
+def test_a_real_time_talker_read_after_a_late_first_read_is_no_flood() -> None:
+    # seen at load 25-28 (test_voice_burst's /endless talker, 4 s turn_timeout): the reader's first read came 1 s
+    # into the agent's speech, that second's chunks were stamped at once and the rest as they came: "4.0s of audio
+    # arrived in 2.9s (faster than real time)", and the talker failed as a flood, not as one who never stops
+    for wakes in (range(1000, 5000), range(1000, 5000, 37)):  # then keeping up; or waking every 37 ms
+        late = _read(_sent(200, 20.0, 20.0), [float(ms) for ms in wakes])
+        assert late.audio_ms > STRICT_FLOOD_FACTOR * (late.arrivals[-1][0] - late.arrivals[0][0] + 20.0)
+        assert flood(late, STRICT_FLOOD_FACTOR) is None, wakes
+    # the same backlog, then chunks at twice real time, is still a flood; and so is one burst of the whole reply
+    twice = _read(_sent(50, 20.0, 20.0) + [(1000 + k * 10.0, 20.0) for k in range(150)],
+                  [float(ms) for ms in range(1000, 5000)])
+    assert flood(twice, STRICT_FLOOD_FACTOR) is not None
+    burst = Heard(arrivals=[(k * 0.01, 20.0) for k in range(200)], audio_ms=4000.0)
+    assert flood(burst, STRICT_FLOOD_FACTOR) == "4.0s of audio arrived in 0.0s (faster than real time)"
+
+
+def test_a_line_streamed_in_real_time_through_a_long_wait_is_not_past_the_cap() -> None:
+    # seen at load 33 (test_voice_burst's /line bridge, turn_timeout 20 s): the wait for the greeting's words
+    # lasted 80 s (their transcription), the bridge streamed its silence all along, and the next turn failed "the
+    # agent sent 70s of audio in one turn, more than 3 times turn_timeout (20s): read no further"
+    line = _read(_sent(4000, 20.0, 20.0), [float(ms) for ms in range(0, 81_000, 7)])
+    assert line.audio_ms == 80_000.0 and past_the_cap(line, 20.0, None) is None
+    # 80 s of audio sent as fast as the socket takes it, read in 4 s, is
+    flooded = Heard(arrivals=[(k * 1.0, 20.0) for k in range(4000)], audio_ms=80_000.0)
+    assert past_the_cap(flooded, 20.0, None) == (
+        "the agent sent 80s of audio in one turn, 76s of it ahead of real time, more than 3 times turn_timeout "
+        "(20s): read no further (an agent whose audio never ends)")

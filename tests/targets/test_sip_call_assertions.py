@@ -28,7 +28,7 @@ targets:
 tests:
   - name: digits back
     target: ivr
-    scenario: {{ script: [ {{ wait_for: "billing" }}, {{ dtmf: "9" }} ] }}
+    scenario: {{ script: [ {{ wait_for: "billing", timeout: 40s }}, {{ dtmf: "9" }} ] }}
     cases:
       - {{ name: right, vars: {{ digits: "{{{{env.ECHO_DIGITS}}}}", first: "{{{{env.ECHO_FIRST}}}}" }} }}
       - {{ name: wrong, vars: {{ digits: "9999", first: "{{{{env.ANY_ONE}}}}" }} }}
@@ -37,7 +37,7 @@ tests:
       - dtmf_received: {{ matches: "^{{{{vars.first}}}}" }}
   - name: transfer
     target: ivr
-    scenario: {{ script: [ {{ wait_for: "talk to a person" }}, {{ dtmf: "3" }} ] }}
+    scenario: {{ script: [ {{ wait_for: "talk to a person", timeout: 40s }}, {{ dtmf: "3" }} ] }}
     assert:
       - transferred_to: {{ matches: "^sip:{{{{env.DEPARTMENT}}}}@" }}
 """, encoding="utf-8")

@@ -44,7 +44,7 @@ targets:
 tests:
   - name: the agent calls back
     target: callback
-    scenario: {{ script: [ {{ wait_for: "press|billing" }}, {{ dtmf: "2" }} ] }}
+    scenario: {{ script: [ {{ wait_for: "press|billing", timeout: 40s }}, {{ dtmf: "2" }} ] }}
     assert:
       - contains: balance
       - call_ended_by: agent

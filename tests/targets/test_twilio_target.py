@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agents.twilio_agents import TwilioAgents
-from agents.voice_bot import BOT_DIR, needs_bot
+from agents.voice_bot import BOT_DIR, ExampleRun, needs_bot
 from conftest import run_tamesu, why
 from seeded import name_where
 from tamesu.audio.extra import problem
@@ -26,10 +26,6 @@ from tamesu.audio.extra import problem
 pytestmark = [pytest.mark.audio, pytest.mark.timeout(520)]
 
 needs_voice = pytest.mark.skipif(problem() is not None, reason=problem() or "")
-
-
-def _result(run_dir: Path, suite: str, test: str) -> dict[str, Any]:
-    return json.loads((run_dir / suite / test / "run-1" / "result.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -45,35 +41,46 @@ def bot_run(tmp_path_factory: pytest.TempPathFactory, voice_bot_url: str) -> Ite
     yield run_dir, done.stdout + done.stderr, done.returncode
 
 
-@needs_bot
-def test_the_bot_suite_passes_over_twilio(bot_run: tuple[Path, str, int]) -> None:
-    _run_dir, output, code = bot_run
-    assert code == 0, output
-    assert "4 passed" in output and "Traceback" not in output
+@pytest.fixture(scope="module")
+def example(bot_run: tuple[Path, str, int], voice_bot_url: str) -> ExampleRun:
+    # a starved call of the two at once is made again alone (ExampleRun.outcomes, .checked)
+    return ExampleRun(bot_run[0], "twilio.tamesu.yaml", "voice-bot-twilio", voice_bot_url, run_tamesu)
 
 
 @needs_bot
-def test_the_greeting_is_heard_and_the_answer_measured(bot_run: tuple[Path, str, int]) -> None:
-    run_dir, _output, _code = bot_run
-    result = _result(run_dir, "voice-bot-twilio", "greeting-and-a-spoken-answer")
-    assert re.search("press|billing", result["turns"][0]["agent"]["text"].lower())  # heard, if not word for word
-    metrics = result["metrics"]
-    assert metrics["greeting_ms"] > 0 and metrics["time_to_first_audio_ms"] > 0
-    path = run_dir / "voice-bot-twilio" / "greeting-and-a-spoken-answer" / "run-1" / "audio.wav"
-    with wave.open(str(path)) as wav:
-        assert wav.getnchannels() == 2 and wav.getnframes() > wav.getframerate() * 3
+def test_the_bot_suite_passes_over_twilio(bot_run: tuple[Path, str, int], example: ExampleRun) -> None:
+    _run_dir, output, _code = bot_run
+    assert "Traceback" not in output
+    outcomes = example.outcomes()
+    assert len(outcomes) == 4, output
+    assert all(r["status"] == "passed" for r in outcomes.values()), {t: why(r) for t, r in outcomes.items()}
 
 
 @needs_bot
-def test_a_digit_and_a_barge_in_reach_the_bot(bot_run: tuple[Path, str, int]) -> None:
-    run_dir, _output, _code = bot_run
-    digit = _result(run_dir, "voice-bot-twilio", "a-digit-the-bot-acts-on")
-    assert digit["metrics"]["twilio_dtmf_sent"] == 1
-    assert "balance" in digit["turns"][-1]["agent"]["text"].lower()
-    barge = _result(run_dir, "voice-bot-twilio", "a-caller-who-talks-over-a-long-answer")
-    assert barge["metrics"]["twilio_clears"] >= 1
-    assert 0 <= barge["metrics"]["interruption_stop_ms"] < 3000
-    assert "barge_in" in [e["name"] for e in barge["events"]]
+def test_the_greeting_is_heard_and_the_answer_measured(example: ExampleRun) -> None:
+    def checks(result: dict[str, Any]) -> None:
+        assert re.search("press|billing", result["turns"][0]["agent"]["text"].lower())  # heard, if not word for word
+        metrics = result["metrics"]
+        assert metrics["greeting_ms"] > 0 and metrics["time_to_first_audio_ms"] > 0
+        with wave.open(str(result["_dir"] / "audio.wav")) as wav:
+            assert wav.getnchannels() == 2 and wav.getnframes() > wav.getframerate() * 3
+
+    example.checked("greeting and a spoken answer", checks)
+
+
+@needs_bot
+def test_a_digit_and_a_barge_in_reach_the_bot(example: ExampleRun) -> None:
+    def digit(result: dict[str, Any]) -> None:
+        assert result["metrics"]["twilio_dtmf_sent"] == 1
+        assert "balance" in result["turns"][-1]["agent"]["text"].lower()
+
+    def barge(result: dict[str, Any]) -> None:
+        assert result["metrics"]["twilio_clears"] >= 1
+        assert 0 <= result["metrics"]["interruption_stop_ms"] < 3000
+        assert "barge_in" in [e["name"] for e in result["events"]]
+
+    example.checked("a digit the bot acts on", digit)
+    example.checked("a caller who talks over a long answer", barge)
 
 
 @pytest.fixture(scope="module")

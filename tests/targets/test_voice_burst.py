@@ -17,13 +17,16 @@ from typing import Any
 
 import pytest
 
-from agents.voice import needs_voice
+from agents.voice import needs_voice, starved
 from conftest import run_tamesu, why
 
 pytestmark = [pytest.mark.audio, needs_voice, pytest.mark.timeout(400)]
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# the greetings' `wait_for` passes when the words are heard, so it may wait long at no cost: the run's four calls
+# at once on a loaded machine share the speech workers that transcribe them (15 s, the default, failed the
+# pipecat bot's menu in CI)
 SUITE = """name: burst
 targets:
   bot: { type: voice, url: "{{env.BOT}}/burst", turn_timeout: 20s }
@@ -40,7 +43,7 @@ targets:
 tests:
   - name: burst
     target: bot
-    scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
+    scenario: { script: [ { wait_for: "welcome to the bakery", timeout: 45s }, { say: "When do you open?" } ] }
     assert: [ { contains: { value: morning, ignore_case: true } } ]
   - name: paced
     target: paced-bot
@@ -70,11 +73,11 @@ tests:
     scenario: { script: [ { say: "hello" } ] }
   - name: line
     target: bridge
-    scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
+    scenario: { script: [ { wait_for: "welcome to the bakery", timeout: 45s }, { say: "When do you open?" } ] }
     assert: [ { contains: { value: morning, ignore_case: true } } ]
   - name: paced-line
     target: paced-bridge
-    scenario: { script: [ { wait_for: "welcome to the bakery" }, { say: "When do you open?" } ] }
+    scenario: { script: [ { wait_for: "welcome to the bakery", timeout: 45s }, { say: "When do you open?" } ] }
     assert: [ { contains: { value: morning, ignore_case: true } } ]
 """
 
@@ -102,6 +105,23 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[s
     run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
     lines = (run_dir / "results.jsonl").read_text().splitlines()
     yield run_dir, {r["test"]: r for r in map(json.loads, lines)}
+
+
+def _alone(tmp_path: Path, test: str) -> dict[str, Any]:
+    """The burst suite's `test` run again by itself, against an agent of its own: its record."""
+    from agents.burst_voice import BurstVoiceAgent
+
+    agent = BurstVoiceAgent()
+    (tmp_path / "burst.tamesu.yaml").write_text(SUITE)
+    try:
+        done = run_tamesu(["run", "--out", "out", "--filter", f"^burst/{test}$"], cwd=tmp_path,
+                          env={"BOT": agent.url, "TAMESU_STORE": "off"}, timeout=120)
+    finally:
+        agent.stop()
+    assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
+    [record] = map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())
+    return dict(record)
 
 
 def test_audio_that_never_ends_is_read_no_further_than_three_turn_timeouts(
@@ -274,10 +294,16 @@ def test_audio_that_came_while_the_caller_spoke_is_timed_by_its_arrival(
 
 
 def test_a_steady_stream_at_twice_real_time_names_the_sample_rate(
-        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+        run: tuple[Path, dict[str, dict[str, Any]]], tmp_path: Path) -> None:
     _run_dir, records = run
-    assert records["rate"]["status"] == "failed"
-    reason = why(records["rate"])
+    record = records["rate"]
+    if "arrives steadily at" not in why(record) and starved(record):
+        # the pace of the chunks says the rate: at load 28, tamesu's loop waiting for a core a tenth of the call
+        # and more, they came too unevenly to say any pace, the greeting passed and the next turn failed "said
+        # nothing". Called again alone, with the agent idle, the rate must be named
+        record = _alone(tmp_path, "rate")
+    assert record["status"] == "failed"
+    reason = why(record)
     # the agent sends 16 kHz at real-time pace; read as 8 kHz that is 2.0x, give or take the arrival jitter of a
     # loaded machine with the other calls of the run at once (2.1x seen on CI: 5.0 s of audio in 2.4 s; a CI loaded
     # by another job beside it timed the chunks at 2.5x and 2.7x): 16000 Hz is among the rates named

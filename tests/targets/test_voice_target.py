@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from agents.voice import starved
 from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu, why
 from tamesu.audio.extra import problem
@@ -97,12 +98,6 @@ def _records(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {f"{r['suite']}/{r['test']}": r for r in map(json.loads, lines)}
 
 
-def _starved(record: dict[str, Any]) -> bool:
-    """tamesu's own audio loop waited for a core a tenth of the call or more (`loop_runqueue_ms`)."""
-    waited = max((r.get("metrics", {}).get("loop_runqueue_ms", 0.0) for r in record["runs"]), default=0.0)
-    return waited >= 0.1 * record["duration_ms"]
-
-
 @needs_bot
 def test_the_three_recipes_pass_against_the_bot(runs: Runs, voice_bot_url: str) -> None:
     output = runs.output
@@ -110,7 +105,7 @@ def test_the_three_recipes_pass_against_the_bot(runs: Runs, voice_bot_url: str) 
     made_in = dict.fromkeys(records, runs.examples)
     for index, name in enumerate(("vonage greeting and answer", "telnyx digit", "twilio-shaped barge-in")):
         record = records[f"voice-bot-voice/{name}"]
-        if record["status"] != "passed" and _starved(record):
+        if record["status"] != "passed" and starved(record):
             # three calls at once on the bot beside the other lanes' agents: at load 6 the telnyx call's loop
             # waited 12.6 s of 51 s for a core and the starved bot's answer came in pieces Whisper misheard
             # ("your own simple colors"). Called again alone, it must pass

@@ -104,7 +104,7 @@ tests:
     assert: [ {{ contains: balance }} ]
   - name: text menu
     target: text
-    scenario: {{ script: [ {{ wait_for: "2 for billing" }}, {{ dtmf: "2" }} ] }}
+    scenario: {{ script: [ {{ wait_for: "2 for billing", timeout: 45s }}, {{ dtmf: "2" }} ] }}
     assert: [ {{ contains: balance }} ]
   - name: never said
     target: audio

@@ -31,28 +31,48 @@ RATE_TOLERANCE = 0.1
 
 
 AUDIO_CAP_TIMES = 3
-"""A turn's audio past this many times `turn_timeout` (and `AUDIO_CAP_MARGIN_MS`) is not read: a burst that long
-could not even be played within the turn."""
+"""A turn's audio ahead of real time by more than this many times `turn_timeout` (and `AUDIO_CAP_MARGIN_MS`) is
+not read: a burst that long could not even be played within the turn."""
 AUDIO_CAP_MARGIN_MS = 10_000.0
 
 
 def past_the_cap(heard: Heard, turn_timeout: float, flooded: str | None) -> str | None:
     """Why a turn's audio is read no further, or None: an agent whose audio never ends, sent faster than it plays,
-    filled memory and disk (gigabytes in seconds) before `turn_timeout` came."""
-    if heard.audio_ms <= AUDIO_CAP_TIMES * turn_timeout * 1000 + AUDIO_CAP_MARGIN_MS:
+    filled memory and disk (gigabytes in seconds) before `turn_timeout` came. Audio that came in real time is
+    never past it: a phone bridge's silence streamed all through a wait that a loaded tamesu's transcription
+    made 80 s long was "70s of audio in one turn, ... an agent whose audio never ends"."""
+    ahead = heard.audio_ms - (_wall_ms(heard) or 0.0)
+    if ahead <= AUDIO_CAP_TIMES * turn_timeout * 1000 + AUDIO_CAP_MARGIN_MS:
         return None
-    return (f"the agent sent {heard.audio_ms / 1000:.0f}s of audio in one turn, more than {AUDIO_CAP_TIMES} times "
-            f"turn_timeout ({turn_timeout:g}s): read no further ({flooded or 'an agent whose audio never ends'})")
+    return (f"the agent sent {heard.audio_ms / 1000:.0f}s of audio in one turn, {ahead / 1000:.0f}s of it ahead of "
+            f"real time, more than {AUDIO_CAP_TIMES} times turn_timeout ({turn_timeout:g}s): read no further "
+            f"({flooded or 'an agent whose audio never ends'})")
 
 
 def flood(heard: Heard, factor: float) -> str | None:
-    """What arrived faster than `factor` times real time, said in a reason; None when it did not."""
+    """What arrived faster than `factor` times real time, said in a reason; None when it did not, or when the
+    last half of it or more came no faster (`_paced_since`): the rest came at once at its start."""
     wall_ms = _wall_ms(heard)
     if wall_ms is None:
         return None
-    if heard.audio_ms > 1000 and heard.audio_ms > factor * max(wall_ms, 1.0):
+    if heard.audio_ms > 1000 and heard.audio_ms > factor * max(wall_ms, 1.0) and not _paced_since(heard, factor):
         return f"{heard.audio_ms / 1000:.1f}s of audio arrived in {wall_ms / 1000:.1f}s (faster than real time)"
     return None
+
+
+def _paced_since(heard: Heard, factor: float) -> bool:
+    """Whether the audio from some chunk on, half of all that came or more (and over a second), arrived no faster
+    than `factor` times real time. A reader's stamps are only ever late: a reader that made its first read late
+    (a loaded tamesu still setting the call up) stamps what came before at once, and so does a real-time sender
+    catching up on its own clock after a stall. End to end such a talker read as a flood ("4.0s of audio arrived
+    in 2.9s" at load 28, where the agent's reply never ending was the reason)."""
+    end = heard.arrivals[-1][0] + heard.arrivals[-1][1]
+    since = 0.0
+    for at, duration in reversed(heard.arrivals):
+        since += duration
+        if since > max(1000.0, heard.audio_ms / 2) and since <= factor * max(end - at, 1.0):
+            return True
+    return False
 
 
 BURST_GAP_MS = 5.0
