@@ -15,7 +15,8 @@ mentions a JSON schema), otherwise an echo of the last user message. Planned ans
     server.plan(text('{"pass": tru'))                # malformed JSON is just text
     server.plan(status(429, "slow down", retry_after="0"))   # an error, with a Retry-After header
     server.plan(status(500, "boom"))
-    server.plan(delay(2.0))                          # wait, then answer with the next planned (or default)
+    server.plan(delay(2.0))                          # wait, then answer with the next planned (or default);
+                                                     # a caller gone before then takes nothing from the plan
     server.plan(reasoned("ok", "the user wants..."))  # an answer with the model's reasoning in a field of its
                                                      # own (OpenAI: reasoning_content; Anthropic: a thinking
                                                      # block); stop="length" cuts it at the token limit
@@ -117,6 +118,16 @@ class Recorded:
     """When the request arrived (monotonic seconds), to measure the waits between retries."""
 
 
+async def _held(request: Request, seconds: float) -> bool:
+    """Waits `seconds`; False, at once, when the caller has gone before they passed."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if await request.is_disconnected():
+            return False
+        await asyncio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+    return True
+
+
 class _ScriptedServer:
     """What both servers share: the plan, the record, the key check and the default answer."""
 
@@ -169,7 +180,10 @@ class _ScriptedServer:
             return refused
         planned = self._next(body)
         while planned is not None and planned.kind == "delay":
-            await asyncio.sleep(planned.seconds)
+            if not await _held(request, planned.seconds):
+                # the caller gave up: nothing is answered, and the answer planned next stays for the next
+                # request (the retry), which a held request took when its wait ended before the retry came
+                return Response(status_code=499)
             planned = self._next(body)
         if planned is not None and planned.kind == "status":
             return self.error(planned.status, planned.message, planned.headers)

@@ -106,7 +106,9 @@ from tamesu.net.serve import bind_socket
 TOKEN = "shop-secret"
 DROP_PAUSE = 0.15
 DROP_AFTER = 2
-SLOW_SECONDS = 3.0
+SLOW_SECONDS = 30.0
+"""How long `slow` works: far past the 0.4 s turn_timeout its test gives, whose wait is bounded a second below it
+(at 3 s, 2 s for a timed-out turn's wait on a loaded machine)."""
 HUGE_CHARS = 300_000
 EARLY_SECONDS = 0.6
 LINGER_SECONDS = 120.0

@@ -55,7 +55,9 @@ def test_max_concurrent_keeps_the_queue_out_of_the_timeout(tmp_path: Path, tames
 
     desk = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
     judge = OpenAIServer()  # answers every judge with a passing verdict
-    slot = OneAtATime(judge.app, 0.4)
+    # 0.8 s an answer against a 3 s timeout: each call that waits in tamesu must still get its answer in time on a
+    # loaded machine (0.4 s against 1.5 s left it 1.1 s), and six at once still pass it at the server
+    slot = OneAtATime(judge.app, 0.8)
     url = judge.base_url(serve(slot).url)
     tests = "".join(f"  - {{ name: t{n}, target: desk, scenario: {{ script: [ {{ say: hi }} ] }}, "
                     "assert: [ { judge: The agent gives a reference } ] }\n" for n in range(TESTS))
@@ -65,14 +67,14 @@ def test_max_concurrent_keeps_the_queue_out_of_the_timeout(tmp_path: Path, tames
     def run(limit: str) -> tuple[int, list[str]]:
         (tmp_path / "tamesu.yaml").write_text(
             "cache: { mode: off }\nmodels:\n"
-            f"  judge: {{ provider: openai, model: test-model, base_url: '{url}', timeout: 1500ms, "
+            f"  judge: {{ provider: openai, model: test-model, base_url: '{url}', timeout: 3s, "
             f"max_retries: 0{limit} }}\n")
         result = tamesu(["run", "--out", "out", "--parallel", str(TESTS)], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
         newest = sorted((tmp_path / "out").iterdir())[-1]
         lines = [json.loads(x) for x in (newest / "results.jsonl").read_text().splitlines()]
         return result.returncode, sorted(line["status"] for line in lines)
 
-    # six judges at once at a server of one slot, 0.4 s each: the fourth waits 1.6 s in its queue, past its 1.5 s
+    # six judges at once at a server of one slot, 0.8 s each: the fourth waits 3.2 s in its queue, past its 3 s
     code, statuses = run("")
     assert code == 3 and "error" in statuses and slot.most == TESTS
     deadline = time.monotonic() + 10
@@ -163,16 +165,17 @@ def test_a_model_targets_turn_does_not_count_its_wait_for_max_concurrent(tmp_pat
                                                                          serve: Serve) -> None:
     # before: six model-target runs at once at a model of one place, 0.6 s each: the runs at the back of tamesu's
     # own queue waited past their 2 s turn_timeout and failed "turn timed out", the agent's fault, while the model
-    # answered every request in 0.6 s
+    # answered every request in 0.6 s. Here 1 s each against 4 s (six of them: 6 s), so that each answer has 3 s
+    # to spare on a loaded machine (it had 1.4 s)
     bot = OpenAIServer()  # echoes the user, who says hello
-    slot = OneAtATime(bot.app, 0.6)
+    slot = OneAtATime(bot.app, 1.0)
     url = bot.base_url(serve(slot).url)
     (tmp_path / "tamesu.yaml").write_text(
         "cache: { mode: off }\nmodels:\n"
         f"  bot: {{ provider: openai, model: test-model, base_url: '{url}', timeout: 5s, max_retries: 0, "
         "max_concurrent: 1 }\n")
     (tmp_path / "suite.tamesu.yaml").write_text(
-        "targets:\n  bot: { type: model, model: bot, turn_timeout: 2s }\ntests:\n"
+        "targets:\n  bot: { type: model, model: bot, turn_timeout: 4s }\ntests:\n"
         f"  - {{ name: greets, target: bot, repeat: {TESTS}, scenario: {{ script: [ {{ say: hello }} ] }}, "
         "assert: [ { contains: hello } ] }\n")
     result = tamesu(["run", "--out", "out", "--parallel", str(TESTS)], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
@@ -188,9 +191,10 @@ def test_a_model_targets_turn_does_not_count_its_wait_for_max_concurrent(tmp_pat
 def test_a_tests_timeout_does_not_count_its_wait_for_max_concurrent(tmp_path: Path, tamesu: Any,
                                                                     serve: Serve) -> None:
     # before: the test's own `timeout` (the whole conversation) counted tamesu's queue too: the runs at its back
-    # failed "the test took longer than its timeout (2s)", the agent's fault, though each answer took 0.6 s
+    # failed "the test took longer than its timeout (2s)", the agent's fault, though each answer took 0.6 s (here 1 s
+    # against 4 s, six of them 6 s: 3 s to spare for each on a loaded machine)
     bot = OpenAIServer()
-    slot = OneAtATime(bot.app, 0.6)
+    slot = OneAtATime(bot.app, 1.0)
     url = bot.base_url(serve(slot).url)
     (tmp_path / "tamesu.yaml").write_text(
         "cache: { mode: off }\nmodels:\n"
@@ -198,7 +202,7 @@ def test_a_tests_timeout_does_not_count_its_wait_for_max_concurrent(tmp_path: Pa
         "max_concurrent: 1 }\n")
     (tmp_path / "suite.tamesu.yaml").write_text(
         "targets:\n  bot: { type: model, model: bot }\ntests:\n"
-        f"  - {{ name: greets, target: bot, repeat: {TESTS}, timeout: 2s, "
+        f"  - {{ name: greets, target: bot, repeat: {TESTS}, timeout: 4s, "
         "scenario: { script: [ { say: hello } ] }, assert: [ { contains: hello } ] }\n")
     result = tamesu(["run", "--out", "out", "--parallel", str(TESTS)], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
     assert result.returncode == 0, result.stdout + result.stderr

@@ -3,7 +3,9 @@ with the resilient client around them: retries, fallback, the replay cache, cost
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -366,7 +368,10 @@ async def test_primary_and_fallback_failing_reports_both(oai: tuple[OpenAIServer
 
 async def test_timeout_is_retryable_then_exhausted(oai: tuple[OpenAIServer, str]) -> None:
     server, base_url = oai
-    server.plan(delay(1.5), delay(1.5))
+    # answers held 30 s, not 1.5: on a loaded machine a retry that reached the server after the first request's
+    # wait ended was answered at once (that request took the retry's planned delay), and a 0.3 s timer run late
+    # comes nearer a short hold
+    server.plan(delay(30), delay(30))
     models = registry({"simulator": openai_spec(base_url, timeout="300ms", max_retries=1)})
     try:
         with pytest.raises(ModelError) as caught:
@@ -375,7 +380,30 @@ async def test_timeout_is_retryable_then_exhausted(oai: tuple[OpenAIServer, str]
         await models.aclose()
     assert caught.value.retryable
     assert str(caught.value) == "openai:gpt-4o-mini: no answer within 0.3s (gave up after 2 attempts)"
+    # the server's thread records a request once it has read it, which a loaded machine may do after the client
+    # gave up on it: waited for, not read at once
+    deadline = time.monotonic() + 30
+    while len(server.calls()) < 2 and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
     assert len(server.calls()) == 2
+
+
+async def test_a_retry_that_comes_late_is_held_as_planned(oai: tuple[OpenAIServer, str]) -> None:
+    """The scripted server's check, for the test above: a held request whose caller gave up took the answer
+    planned for the retry once its own hold ended, so a retry that came later (a loaded machine) was answered at
+    once. Here the retry comes 3 s after the first request's 2 s hold began."""
+    server, base_url = oai
+    server.plan(delay(2), delay(2))
+
+    async def late(_seconds: float) -> None:
+        await asyncio.sleep(3)
+
+    models = registry({"simulator": openai_spec(base_url, timeout="300ms", max_retries=1)}, sleep=late)
+    try:
+        with pytest.raises(ModelError, match=r"no answer within 0\.3s \(gave up after 2 attempts\)"):
+            await models.client("simulator").generate(ask())
+    finally:
+        await models.aclose()
 
 
 async def test_unauthorised_is_not_retried_and_the_key_is_never_repeated(serve: Serve) -> None:
@@ -853,8 +881,6 @@ async def test_doctor_check(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> No
 async def test_doctor_times_the_completion_not_the_sdk_import(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     """The doctor's completion budget is the call's: the SDK's first import (seconds on a loaded machine) is
     done before it starts. A first use of the SDK that outlasts the whole budget stands in for that import."""
-    import time
-
     import tamesu.models.client as client_module
 
     server = OpenAIServer()

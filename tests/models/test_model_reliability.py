@@ -129,7 +129,8 @@ async def test_a_server_trickling_its_answer_is_cut_saying_how_long_it_had(regis
 async def test_timeouts_are_counted_and_recorded(registry: Any, server: tuple[Any, ModelSpec]) -> None:
     model_server, spec = server
     spec = spec.model_copy(update={"timeout": 0.3, "max_retries": 1})
-    model_server.plan(delay(1.0), delay(1.0))
+    # held 30 s: a retry that came after a 1 s hold had ended was answered at once on a loaded machine
+    model_server.plan(delay(30), delay(30))
     events, ledger = Events(), Ledger()
     models = registry({"judge": spec}, sleep=Sleeps(), ledger=ledger).with_ledger(ledger.scope(), events)
     with pytest.raises(ModelError, match=r"no answer within 0\.3s \(gave up after 2 attempts\)") as caught:

@@ -27,9 +27,10 @@ from starlette.routing import Route
 import forked
 from lifeline import tied
 
-TURN_S = 0.4
-"""How long the agent takes to answer: a test of two turns runs for about 0.8 s, long enough for several
-frames at 8 a second with nothing else happening."""
+TURN_S = 1.0
+"""How long the agent takes to answer: a test of two turns runs for about 2 s, long enough for several
+frames at 8 a second with nothing else happening, on a loaded machine too (in 0.8 s a starved run might draw
+fewer than the 3 asked)."""
 
 ERASE_LINE_UP = "\x1b[1A\x1b[2K"
 """What a redraw in place writes: the cursor up a line, the line erased."""

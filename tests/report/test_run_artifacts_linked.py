@@ -22,7 +22,9 @@ def test_the_files_a_run_kept_are_linked(tmp_path: Path, tamesu: Any) -> None:
         'tool_calls: [{ name: get_order, args: { order_id: ORD-1001 } }], say: "It has shipped." }] }\n')
     (tmp_path / "noisy.tamesu.yaml").write_text(
         "targets:\n"
-        f"  shop: {{ type: mcp, command: {json.dumps(command)}, args: {json.dumps(args)} }}\n"
+        # connect.timeout 60 s: 10 s ran out for a niced worker's server on a loaded machine
+        f"  shop: {{ type: mcp, command: {json.dumps(command)}, args: {json.dumps(args)},\n"
+        "          connect: { timeout: 60s } }\n"
         "tests:\n"
         "  - name: order\n"
         "    target: shop\n"

@@ -92,7 +92,9 @@ def _marked(token: str) -> list[int]:
     return found
 
 
-def _wait_gone(token: str, seconds: float = 10) -> list[int]:
+def _wait_gone(token: str, seconds: float = 30) -> list[int]:
+    # 30 s: what is left goes within a few seconds (the MCP servers' stdin closed, then SIGTERM 2 s later), which a
+    # loaded machine stretches; a process that outlives the run stays for good
     deadline = time.monotonic() + seconds
     while (left := _marked(token)) and time.monotonic() < deadline:
         time.sleep(0.05)

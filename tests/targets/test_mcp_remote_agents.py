@@ -49,6 +49,7 @@ targets:
     command: PYTHON
     args: [server.py]
     env: { BILLING_AGENT_URL: "{{remote.billing.url}}" }
+    connect: { timeout: 60s }  # the server imports the MCP SDK: 10 s ran out for others on a loaded machine
 tests:
   - name: billing answers
     target: orchestrator
