@@ -52,6 +52,7 @@ WS   /ws              websocket. Each JSON message {message, ...} is answered wi
     "error"           -> {"delta": "Let me"}, then {"type": "error", "message": "tool backend down"}, then the usual
                          final message
     "stall"           -> {"delta": "Let me"}, then nothing until the next message
+    "remind"          -> the usual answer, then, REMIND_PAUSE later, {"text": "Still there?"} unasked
 POST /jobs            poll style. Body {message, session_id} -> 202 {"job": ID}.
 GET  /jobs/{ID}       {"status": "pending"} for the first PENDING_POLLS polls, then
                       {"status": "done", "text": "Processed: MESSAGE"}; 404 for an unknown job.
@@ -96,6 +97,7 @@ A client that gives up ends each of them at once."""
 STREAM_PAUSE = 0.03
 PENDING_POLLS = 2
 CALLBACK_PAUSE = 0.1
+REMIND_PAUSE = 0.3
 
 BOOK_CALLS = [
     {"name": "find_slot", "arguments": json.dumps({"day": "saturday"}), "result": {"slot": "10:00"}},
@@ -289,6 +291,9 @@ class RestAgents:
                     await asyncio.sleep(STREAM_PAUSE)
                     await websocket.send_json({"delta": chunk})
                 await websocket.send_json({"done": True, "turn": turn, "key": key})
+                if message == "remind":
+                    await asyncio.sleep(REMIND_PAUSE)
+                    await websocket.send_json({"text": "Still there?"})
         except WebSocketDisconnect:
             return
 

@@ -10,9 +10,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tamesu.conversation import Session
+from tamesu.conversation import Session, TurnError
 from tamesu.net.serve import LoopServer
 from tamesu.targets.rest.http import parse_body
+from tamesu.targets.rest.read import MAX_EVENTS, holds
+from tamesu.targets.rest.spec import Condition
 
 QUEUE_LIMIT = 10_000
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -75,3 +77,15 @@ class Listener:
                 return await self._queue.get()
         except TimeoutError:
             return None
+
+    async def posts(self, idle: float, done: Condition | None) -> list[tuple[object, float]]:
+        """One turn's posts: until `done` holds on one, or `idle` passes without a post after at least one (the
+        first may take the whole turn, which the caller bounds)."""
+        posts: list[tuple[object, float]] = []
+        while (got := await self.receive(idle if posts else None)) is not None:
+            posts.append(got)
+            if len(posts) >= MAX_EVENTS:
+                raise TurnError(f"more than {MAX_EVENTS} posts in one turn", raw=[doc for doc, _ in posts])
+            if holds(done, got[0]):
+                break
+        return posts

@@ -32,7 +32,8 @@ How the agent's turn is read, by mode:
   message (JSON; a body that renders to a string goes as is) and reads messages as sse reads events, until
   `[DONE]` or `response.final` holds (a turn never ends on silence: an agent that answers with one message
   per turn sets `final: $.text`). Messages that arrive between turns (a greeting) are recorded as an
-  `unsolicited` event, not given to a turn.
+  `unsolicited` event, not given to a turn, unless a script's `wait_for` listens for them (`listen`): then
+  they are a turn of their own, read the same way but ended by quiet too (`ws.UNASKED_QUIET_S`).
 - `response.poll`: after the send request, the poll URL (which may use `{{response.X}}`, the send's JSON
   answer) is requested at once and then every `interval` until `poll.text` finds text or `poll.done` holds,
   within `poll.timeout` (default `turn_timeout`). A 4xx poll is "not yet" (401/403/405: InfraError); 5xx fails.
@@ -81,7 +82,7 @@ from tamesu.targets.rest.answer import TurnReader, timed_out
 from tamesu.targets.rest.body import Reading, reading_of
 from tamesu.targets.rest.files import attachments, file_refusal, form_body
 from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_text
-from tamesu.targets.rest.read import MAX_EVENTS, StreamText, holds, searched, text_of, values
+from tamesu.targets.rest.read import StreamText, holds, searched, text_of, values
 from tamesu.targets.rest.request import (
     build_poll,
     message_with_trace,
@@ -356,6 +357,8 @@ class RestTarget(Target[RestSpec]):
         return ui_reader(self._ui, self.spec.response)
 
     async def _websocket_turn(self, turn: UserTurn) -> AgentTurn:
+        from tamesu.targets.rest.ws import read_answer  # loaded with the link, at open
+
         session = self._require_session()
         ws = self._require_ws()
         self._note_unsolicited(ws.drain())
@@ -367,19 +370,26 @@ class RestTarget(Target[RestSpec]):
         sent_at = session.now_ms()
         await ws.send(payload)
         stream = self._stream = StreamText(self.spec.response)
-        reading = Reading(limit=self._require_http().max_bytes)
-        while True:
-            event, completed_at, size = await ws.receive()
-            reading.read += size
-            if reading.read > reading.limit:
-                # the messages before the limit are the turn, as with an event stream cut at it
-                reading.read -= size
-                reading.cut = True
-                reading.record(session, "the websocket answer")
-                break
-            if event == DONE or stream.add(event, completed_at):
-                break
-        return self._reader.stream_turn(stream, None, sent_at, completed_at)
+        last_at = await read_answer(ws, stream, Reading(limit=self._require_http().max_bytes), session)
+        return self._reader.stream_turn(stream, None, sent_at, sent_at if last_at is None else last_at)
+
+    async def listen(self, timeout: float) -> AgentTurn | None:
+        """On a websocket, what the agent sends unasked (a greeting, more after a turn), read as a turn's answer is
+        (tamesu.targets.rest.ws.read_unasked); other modes hear the agent only in answer to a turn."""
+        if self._ws is None:
+            return None
+        from tamesu.targets.rest.ws import read_unasked
+
+        self._stream, self._waiting_for = StreamText(self.spec.response), "reading what the agent sent unasked"
+        try:
+            heard = await read_unasked(self._ws, self._stream, Reading(limit=self._require_http().max_bytes),
+                                       self._require_session(), wait_s=timeout, turn_timeout=self.spec.turn_timeout)
+        except TimeoutError:
+            raise timed_out(self.spec.turn_timeout, self._waiting_for, self._stream) from None
+        turn = None if heard is None else self._reader.stream_turn(self._stream, None, *heard)
+        if turn is not None and turn.text:  # said in the conversation: `{{messages}}` carries it
+            self._played = [*self._played, {"role": "assistant", "content": turn.text}]
+        return turn
 
     async def _poll_turn(self, request: Request, turn: UserTurn, poll: PollSpec) -> AgentTurn:
         http = self._require_http()
@@ -419,17 +429,7 @@ class RestTarget(Target[RestSpec]):
         sent = await self._require_http().fetch(request)
         self._reader.fail_on_5xx(sent)
         self._waiting_for = f"waiting for a post to {listener.url}"
-        posts: list[tuple[object, float]] = []
-        while True:
-            # The first post may take the whole turn; after it, `idle` without a post ends the turn.
-            got = await listener.receive(listen.idle if posts else None)
-            if got is None:
-                break
-            posts.append(got)
-            if len(posts) >= MAX_EVENTS:
-                raise TurnError(f"more than {MAX_EVENTS} posts in one turn", raw=[doc for doc, _ in posts])
-            if holds(listen.done, got[0]):
-                break
+        posts = await listener.posts(listen.idle, listen.done)
         docs = [doc for doc, _ in posts]
         texts = [(text_of(listen.text, doc), at) for doc, at in posts]
         first_token = next((at for text, at in texts if text), None)

@@ -1,4 +1,6 @@
-"""One websocket per session: a reader task stamps every message as it arrives, turns take them in order."""
+"""One websocket per session: a reader task stamps every message as it arrives, turns take them in order, and
+what the agent sends unasked waits in the same queue for a `wait_for` that listens (`read_unasked`) or the next
+turn (which records it as `unsolicited`)."""
 
 from __future__ import annotations
 
@@ -14,13 +16,23 @@ from tamesu.errors import InfraError
 from tamesu.net.proxies import websocket_proxy
 from tamesu.net.tls import TlsSpec, socket_tls
 from tamesu.suite.schema import ConnectSpec
+from tamesu.targets.rest.body import Reading
 from tamesu.targets.rest.http import parse_body, with_connect_retries
+from tamesu.targets.rest.read import StreamText
+from tamesu.targets.rest.sse import DONE
 from tamesu.targets.ws_open import Closed, unreachable
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
 
 # Messages waiting for a turn; beyond this the reader stops reading, so the agent feels back-pressure.
 QUEUE_LIMIT = 10_000
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+UNASKED_QUIET_S = 1.0
+"""What the agent sends unasked ends at `[DONE]`, where `response.final` holds, or once the socket has been quiet
+this long: a greeting is seldom marked done (`{"text": "Welcome!"}`), and the messages of one come together.
+A turn the user asked for never ends on quiet (an agent may think for long before it answers)."""
+
+Message = tuple[Any, float, int]
+"""A message parsed, when it arrived (session ms), and its size as sent."""
 
 
 class WsLink:
@@ -94,7 +106,7 @@ class WsLink:
             raise TurnError(f"the agent closed the websocket: {exc}") from exc
         self.sent += 1
 
-    async def receive(self) -> tuple[Any, float, int]:
+    async def receive(self) -> Message:
         """The next message: parsed, when it arrived, and its size as sent (bytes, or characters of text)."""
         item = await self._queue.get()
         if isinstance(item, Closed):
@@ -102,9 +114,65 @@ class WsLink:
             raise TurnError(item.describe())
         return item
 
+    async def receive_within(self, seconds: float) -> Message | None:
+        """The next message, or None when none came within `seconds` (a queued one is taken at once)."""
+        try:
+            async with asyncio.timeout(seconds):
+                return await self.receive()
+        except TimeoutError:
+            return None
+
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await self._conn.close()
         self._reader.cancel()
         # wait() neither raises the reader's cancellation nor swallows one aimed at close() itself.
         await asyncio.wait([self._reader], timeout=2)
+
+
+async def read_answer(link: WsLink, stream: StreamText, reading: Reading, session: Session, *,
+                      first: Message | None = None, quiet: float | None = None) -> float | None:
+    """Messages (`first`, then the link's) into `stream` until `[DONE]` or `response.final` holds on one, or
+    `reading.limit` is passed (the messages before it are the answer, as with an event stream cut at it); with
+    `quiet`, also once no message came for that many seconds, or the agent closed the socket after one. Returns
+    when the last message taken arrived (None when none was)."""
+    completed_at: float | None = None
+    while True:
+        if first is not None:
+            message, first = first, None
+        elif quiet is None:
+            message = await link.receive()
+        else:
+            try:
+                got = await link.receive_within(quiet)
+            except TurnError:  # closed: what it said before is the whole utterance; the next read says why
+                return completed_at
+            if got is None:
+                return completed_at
+            message = got
+        event, completed_at, size = message
+        reading.read += size
+        if reading.read > reading.limit:
+            reading.read -= size
+            reading.cut = True
+            reading.record(session, "the websocket answer")
+            return completed_at
+        if event == DONE or stream.add(event, completed_at):
+            return completed_at
+
+
+async def read_unasked(link: WsLink, stream: StreamText, reading: Reading, session: Session, *,
+                       wait_s: float, turn_timeout: float) -> tuple[float, float] | None:
+    """What the agent sends unasked (a `wait_for` listening), into `stream`: its first message waited for up to
+    `wait_s` (one already queued, a greeting sent as the socket opened, is taken at once), the rest read as
+    `read_answer` reads with `UNASKED_QUIET_S` of quiet as one more end, within `turn_timeout` of the first
+    (TimeoutError past it). Returns when listening began (or the first message came, when earlier) and when the
+    last message came; None when nothing came within `wait_s`. A socket closed before anything came raises
+    TurnError, as a turn's read does."""
+    began = session.now_ms()
+    first = await link.receive_within(wait_s)
+    if first is None:
+        return None
+    async with asyncio.timeout(turn_timeout):
+        completed_at = await read_answer(link, stream, reading, session, first=first, quiet=UNASKED_QUIET_S)
+    return min(began, first[1]), first[1] if completed_at is None else completed_at
