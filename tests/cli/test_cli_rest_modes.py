@@ -160,3 +160,30 @@ tests:
     # `retries` are for infrastructure: the suite's own mistake comes out the same every time, so it is not re-run
     [run] = [p.parent.name for p in (tmp_path / "out").rglob("result.json")]
     assert run == "run-1", run
+
+
+def test_a_request_template_whose_capture_the_agent_never_gave_fails_the_turn(tmp_path: Path, tamesu,
+                                                                            rest_agents: RunningAgents) -> None:
+    """`{{captured.order}}` in the body of the first request, sent after the agent's greeting (heard by `wait_for`)
+    held no order: the agent never said what the capture looks for, so the test fails on that turn (exit 1), as a
+    script step using it does; it was an infrastructure error, exit 3."""
+    (tmp_path / "s.yaml").write_text(f"""\
+targets:
+  api:
+    type: rest
+    url: "{rest_agents.ws_url}?greet=1"
+    streaming: websocket
+    request: {{ body: {{ message: "{{{{message}}}} {{{{captured.order}}}}" }} }}
+tests:
+  - name: never said
+    target: api
+    capture: [ {{ name: order, regex: "(ORD-[0-9]+)" }} ]
+    scenario: {{ script: [ {{ wait_for: welcome }}, {{ say: "my order?" }} ] }}
+""")
+    result = tamesu(["run", "s.yaml", "--out", "out"], cwd=tmp_path)
+    said = result.stdout + result.stderr
+    assert result.returncode == 1, said
+    assert "turn 2: the request could not be written: {{captured.order}} has no value" in said, said
+    [record] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
+    assert record["status"] == "failed" and record["fault"] == "agent", record
+    assert len(record["turns"]) == 1, record["turns"]  # turn 2 was never sent

@@ -131,6 +131,11 @@ async def _talk(
                 said = f"turn {index}: the request could not be written: {exc}"
                 if not exchanges and _captured(exc):  # nothing heard yet: no agent could have given it a value
                     raise SuiteProblem(f"{said}: nothing is captured before the first turn") from None
+                if _captured(exc):  # the agent never said what the capture looks for: as a script step's would be
+                    reason = f"turn {index}: the request could not be written: " + \
+                        why_unset(exc, test.spec.capture, captured, len(exchanges))
+                    session.event("turn_failed", turn=index, reason=reason)
+                    return "turn_failed", reason
                 raise InfraError(said) from None
             agent.trace_id = agent.trace_id or sent_trace
             expect_turn(spans, agent.trace_id, index)  # a trace id the target learned while sending
