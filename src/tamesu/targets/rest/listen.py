@@ -12,9 +12,10 @@ from starlette.routing import Route
 
 from tamesu.conversation import Session, TurnError
 from tamesu.net.serve import LoopServer
+from tamesu.targets.rest.answer import timed_out
 from tamesu.targets.rest.http import parse_body
-from tamesu.targets.rest.read import MAX_EVENTS, holds
-from tamesu.targets.rest.spec import Condition
+from tamesu.targets.rest.read import MAX_EVENTS, holds, text_of
+from tamesu.targets.rest.spec import Condition, ListenSpec
 
 QUEUE_LIMIT = 10_000
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -63,6 +64,29 @@ class Listener:
         self.received += 1
         return JSONResponse({"ok": True})
 
+    async def unasked(self, listen: ListenSpec, wait_s: float, turn_timeout: float) -> dict[str, Any] | None:
+        """What the agent posts with no turn asking (more after a turn's answer, a message of its own), for a
+        `wait_for` still listening, as a turn's fields: the first post waited for up to `wait_s`, the rest read as
+        a turn's posts are, within `turn_timeout`; None when nothing came in time."""
+        since = self._session.now_ms()
+        first = await self.receive(wait_s)
+        if first is None:
+            return None
+        try:
+            async with asyncio.timeout(turn_timeout):
+                posts = await self.posts(listen.idle, listen.done, after=[first])
+        except TimeoutError:
+            raise timed_out(turn_timeout, f"waiting for a post to {self.url}", None) from None
+        return {**self.turn_fields(listen, posts), "sent_at_ms": min(since, first[1])}
+
+    @staticmethod
+    def turn_fields(listen: ListenSpec, posts: list[tuple[object, float]]) -> dict[str, Any]:
+        """A turn's fields from its posts: their texts a line apart, the first post with text its first token."""
+        docs = [doc for doc, _ in posts]
+        texts = [(text_of(listen.text, doc), at) for doc, at in posts]
+        return {"text": "\n".join(text for text, _ in texts if text), "raw": docs, "scan": docs,
+                "first_token_at_ms": next((at for text, at in texts if text), None), "completed_at_ms": posts[-1][1]}
+
     def drain(self) -> list[object]:
         """Posts that arrived outside a turn."""
         pending: list[object] = []
@@ -78,10 +102,13 @@ class Listener:
         except TimeoutError:
             return None
 
-    async def posts(self, idle: float, done: Condition | None) -> list[tuple[object, float]]:
+    async def posts(self, idle: float, done: Condition | None,
+                    after: list[tuple[Any, float]] | None = None) -> list[tuple[object, float]]:
         """One turn's posts: until `done` holds on one, or `idle` passes without a post after at least one (the
-        first may take the whole turn, which the caller bounds)."""
-        posts: list[tuple[object, float]] = []
+        first may take the whole turn, which the caller bounds); `after`, those the turn already has."""
+        posts: list[tuple[object, float]] = list(after or [])
+        if posts and holds(done, posts[-1][0]):
+            return posts
         while (got := await self.receive(idle if posts else None)) is not None:
             posts.append(got)
             if len(posts) >= MAX_EVENTS:

@@ -375,18 +375,24 @@ class RestTarget(Target[RestSpec]):
 
     async def listen(self, timeout: float) -> AgentTurn | None:
         """On a websocket, what the agent sends unasked (a greeting, more after a turn), read as a turn's answer is
-        (tamesu.targets.rest.ws.read_unasked); other modes hear the agent only in answer to a turn."""
-        if self._ws is None:
+        (tamesu.targets.rest.ws.read_unasked), or posts to `{{listen.url}}` no turn asked for; other modes hear
+        the agent only in answer to a turn."""
+        if self._listener is not None and (listen := self.spec.response.listen) is not None:
+            posted = await self._listener.unasked(listen, timeout, self.spec.turn_timeout)
+            turn = None if posted is None else self._reader.turn(status=None, **posted)
+        elif self._ws is None:
             return None
-        from tamesu.targets.rest.ws import read_unasked
+        else:
+            from tamesu.targets.rest.ws import read_unasked
 
-        self._stream, self._waiting_for = StreamText(self.spec.response), "reading what the agent sent unasked"
-        try:
-            heard = await read_unasked(self._ws, self._stream, Reading(limit=self._require_http().max_bytes),
-                                       self._require_session(), wait_s=timeout, turn_timeout=self.spec.turn_timeout)
-        except TimeoutError:
-            raise timed_out(self.spec.turn_timeout, self._waiting_for, self._stream) from None
-        turn = None if heard is None else self._reader.stream_turn(self._stream, None, *heard)
+            self._stream, self._waiting_for = StreamText(self.spec.response), "reading what the agent sent unasked"
+            try:
+                heard = await read_unasked(self._ws, self._stream, Reading(limit=self._require_http().max_bytes),
+                                           self._require_session(), wait_s=timeout,
+                                           turn_timeout=self.spec.turn_timeout)
+            except TimeoutError:
+                raise timed_out(self.spec.turn_timeout, self._waiting_for, self._stream) from None
+            turn = None if heard is None else self._reader.stream_turn(self._stream, None, *heard)
         if turn is not None and turn.text:  # said in the conversation: `{{messages}}` carries it
             self._played = [*self._played, {"role": "assistant", "content": turn.text}]
         return turn
@@ -430,12 +436,7 @@ class RestTarget(Target[RestSpec]):
         self._reader.fail_on_5xx(sent)
         self._waiting_for = f"waiting for a post to {listener.url}"
         posts = await listener.posts(listen.idle, listen.done)
-        docs = [doc for doc, _ in posts]
-        texts = [(text_of(listen.text, doc), at) for doc, at in posts]
-        first_token = next((at for text, at in texts if text), None)
-        return self._reader.turn(text="\n".join(text for text, _ in texts if text), raw=docs, scan=docs,
-                          status=sent.status, sent_at_ms=sent.sent_at_ms, first_token_at_ms=first_token,
-                          completed_at_ms=posts[-1][1])
+        return self._reader.turn(status=sent.status, sent_at_ms=sent.sent_at_ms, **listener.turn_fields(listen, posts))
 
     def _note_unsolicited(self, messages: Sequence[object]) -> None:
         if messages:
