@@ -235,6 +235,9 @@ tests:
         leaked = [name for name in names if secret.encode() in trace.read(name)]
     assert leaked == []
     assert all(secret.encode() not in path.read_bytes() for path in folder.rglob("*") if path.is_file())
+    # its answer was read in its turn: the look for a late last answer ends a second or so after it, never at the
+    # 60 s turn_timeout that bounds it
+    assert json.loads((folder / "result.json").read_text())["duration_ms"] < 30_000
 
 
 def test_an_empty_bubble_the_widget_writes_into_later_is_no_first_token(
