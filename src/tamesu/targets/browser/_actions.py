@@ -50,10 +50,10 @@ class PageEnv:
     chat_answers: int = 0
     """How many of the widget's answers were read (its greeting too)."""
     chat_sent_ms: float | None = None
-    """When the last turn's words were sent (None before the first)."""
+    """When the widget had the last turn's words (its send control clicked; None before the first)."""
     chat_answer_ms: float = 0.0
-    """How long the last answer took to show from when the turn before the last was sent (the last turn's own
-    sending for the first): a widget whose late greeting was read as turn 1's answer shows each answer that long
+    """The longest an answer took to show from when the widget had the turn before's words (the first turn's own,
+    for the first): a widget whose late greeting was read as turn 1's answer shows each answer about that long
     after the turn it answers, one turn late."""
 
 

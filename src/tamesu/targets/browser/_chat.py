@@ -157,15 +157,20 @@ async def _say_unread(env: PageEnv, root: Page | Frame, chat: ChatSpec, before: 
              "answer that pauses longer than done.quiet (set done.hidden or done.visible)")
 
 
+_SPARE_MS = 1000.0
+"""The least the last look waits past the slowest answer's time: a loaded machine's lag on a quick widget."""
+
+
 async def last_look(env: PageEnv, chat: ChatSpec, limit: float) -> None:
     """After the last turn, the widget watched for one more message: a widget that writes a greeting late and takes
     the next words while it answers has each answer read one turn late, and only its last answer, which comes after
     the last turn was read, shows it (a `chat_unread` after the last turn). Watched until as long after the last turn
-    was sent as its answer took from the sending of the turn before (each answer's time, were they a turn late),
-    and `done.quiet`; at most `limit` seconds."""
+    was sent as the slowest answer took from the sending of the turn before (each answer's time, were they a turn
+    late), half that again (at least a second: an agent's last answer may be slower than its others, a loaded
+    machine later than both), and `done.quiet`; at most `limit` seconds. A new message ends the look at once."""
     if env.chat_read is None or env.chat_sent_ms is None:
         return
-    until = env.chat_sent_ms + env.chat_answer_ms
+    until = env.chat_sent_ms + env.chat_answer_ms + max(env.chat_answer_ms / 2, _SPARE_MS)
     wait = min(limit, max(0.0, (until - env.session.now_ms()) / 1000) + chat.done.quiet)
     root = await widget(env, chat)
     deadline = asyncio.get_running_loop().time() + wait
@@ -217,6 +222,8 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     except PlaywrightTimeout:
         raise TurnError(f"the chat send control {selector_text(chat.send)} could not be clicked") from None
     session.event("chat_sent", chars=len(turn.display()))
+    # the widget has the words by now: the click's own wait (long on a loaded machine) is not the answer's time
+    handed_at = session.now_ms()
     deadline = asyncio.get_running_loop().time() + timeout
     await _more_than(env, page, chat, before, deadline, timeout, events_before)
     shown_at = session.now_ms()
@@ -238,8 +245,9 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
         await _shown_again(page, chat.done.visible, shown_before, deadline, timeout)
     texts, completed = await _read(env, page, chat, before, deadline, timeout)
     env.chat_read, env.chat_answers = before + len(texts), env.chat_answers + 1
-    env.chat_answer_ms = shown_at - (env.chat_sent_ms if env.chat_sent_ms is not None else sent_at)
-    env.chat_sent_ms = sent_at
+    env.chat_answer_ms = max(env.chat_answer_ms,
+                             shown_at - (env.chat_sent_ms if env.chat_sent_ms is not None else handed_at))
+    env.chat_sent_ms = handed_at
     if (answer := _without_own_message(session, chat, texts, turn.display())) is not texts:
         texts, first_at = answer, None  # the first new message seen was the user's: the agent's came unseen
     text = "\n".join(texts)
