@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import shlex
 import shutil
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 import forked
+import sdk_groups
 import source_tree
 import speech_keeper
 from lane_scheduling import LaneScheduling
@@ -190,6 +192,25 @@ tests, the lanes 1,273 s in all; at 15, 8 min 13 s, the lanes 1,192 s (the clock
 Everything the worker starts afterwards inherits it (the warm forks take their caller's: tests/forked.py);
 what it started earlier (a lane's bot) keeps its own."""
 _background = False
+_warmed: set[str | None] = set()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # tryfirst: around pytest-timeout's wrapper, which starts the clock
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[object]:
+    warm_before(item)
+    return (yield)
+
+
+def warm_before(item: pytest.Item) -> None:
+    """The heavy modules the tests of `item`'s group import in this process (sdk_groups.WARM), imported once per
+    worker before the first such test's timeout starts, and before `pytest_runtest_setup` nices the worker."""
+    for key in (None, _group(item)):
+        if key in _warmed:
+            continue
+        _warmed.add(key)
+        for module in sdk_groups.WARM.get(key, ()):
+            with contextlib.suppress(ImportError):  # an SDK not installed: the test that needs it says so
+                importlib.import_module(module)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -23,3 +23,15 @@ IN_PROCESS_A2A_SERVER = pytest.mark.xdist_group("a2a-server")
 side with its gRPC compat handler imports SQLAlchemy and a2a's client, 0.55 s of CPU, and each worker that ran one
 of these modules' tests also started the module's agents. About 40 s of tests. tests/agents/a2a_agents.py is
 imported in the fixtures and tests, not at collection, so the other workers never import it."""
+
+WARM: dict[str | None, tuple[str, ...]] = {
+    None: ("tamesu.net.clients",),  # aiohttp and httpx: every HTTP client of tamesu's, in most workers' tests
+    "model-sdks": ("openai", "anthropic", "tamesu.models.openai", "tamesu.models.anthropic"),
+    "mcp-sdk": ("tamesu.targets.mcp.connection",),
+    "a2a-server": ("agents.a2a_agents",),
+}
+"""What a worker imports before the first test of each group (None: before its first test of any), outside that
+test's timeout and before the worker nices itself (tests/conftest.py: `warm_before`). A test that imported them
+itself did so under pytest-timeout's clock: with two CPU burners, a niced worker's first test of the mcp group
+spent its 180 s compiling and importing aiohttp and the MCP SDK, and the import cut there left `aiohttp` half
+made for every later test ('module aiohttp has no attribute client_exceptions')."""

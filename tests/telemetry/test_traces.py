@@ -297,17 +297,19 @@ def test_each_mcp_tool_call_carries_its_turns_trace_in_meta_and_over_http_as_a_h
                                                                                        tamesu) -> None:
     servers = Path(__file__).resolve().parents[1] / "agents" / "mcp_servers.py"
     stdio_log, http_log = tmp_path / "stdio.jsonl", tmp_path / "http.jsonl"
-    # forks of a warm process that has imported the MCP SDK (tests/forked.py)
+    # forks of a warm process that has imported the MCP SDK (tests/forked.py); connect.timeout's 10 s ran out
+    # for such servers started by a niced worker on a loaded machine (tests/targets/test_mcp_target.py)
     python, *stdio_args = script_command(servers, "--traces", str(stdio_log))
     _, *http_args = script_command(servers, "--http", "--port", "{{session.port}}", "--traces", str(http_log))
     _project(tmp_path, f"""\
 targets:
-  stdio: {{ type: mcp, command: {json.dumps(python)}, args: {json.dumps(stdio_args)} }}
+  stdio: {{ type: mcp, command: {json.dumps(python)}, args: {json.dumps(stdio_args)}, connect: {{ timeout: 60s }} }}
   http:
     type: mcp
     command: {json.dumps(python)}
     args: {json.dumps(http_args)}
     url: 'http://127.0.0.1:{{{{session.port}}}}/mcp'
+    connect: {{ timeout: 60s }}
 tests:
   - name: over stdio
     target: stdio
