@@ -54,7 +54,8 @@ class JsonExporter(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         document = _hex_ids(json_format.MessageToDict(encode_spans(spans)))
         self.posted.append(document)
-        response = httpx.post(self._url, json=document, timeout=5)
+        # a starved receiver is slow, not gone: at 5 s its spans were lost ("never came")
+        response = httpx.post(self._url, json=document, timeout=30)
         return SpanExportResult.SUCCESS if response.status_code == 200 else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
@@ -128,7 +129,7 @@ def provider(endpoint: str, encoding: str = "protobuf", batch_delay_ms: int | No
              service: str = "traced-agent", held: bool = False,
              skew_s: float = 0.0) -> tuple[TracerProvider, SpanProcessor]:
     exporter: SpanExporter = JsonExporter(endpoint) if encoding == "json" else \
-        OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=5)
+        OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=30)
     if skew_s:
         exporter = SkewedExporter(exporter, skew_s)
     made = TracerProvider(resource=Resource.create({"service.name": service}))
