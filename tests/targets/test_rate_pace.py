@@ -112,3 +112,8 @@ def test_a_line_streamed_in_real_time_through_a_long_wait_is_not_past_the_cap() 
     assert past_the_cap(flooded, 20.0, None) == (
         "the agent sent 80s of audio in one turn, 76s of it ahead of real time, more than 3 times turn_timeout "
         "(20s): read no further (an agent whose audio never ends)")
+    # how it came is asked only once past the cap: reading the pace goes over every chunk, at every message
+    asked: list[Heard] = []
+    assert past_the_cap(line, 20.0, lambda: asked.append(line) or "flooded") is None and not asked
+    assert past_the_cap(flooded, 20.0, lambda: "4.0s of audio arrived in 0.0s").endswith(
+        "read no further (4.0s of audio arrived in 0.0s)")

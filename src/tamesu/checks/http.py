@@ -124,7 +124,6 @@ class Http(Check[HttpSpec]):
         except httpx.HTTPError as exc:
             raise InfraError(f"{label}: {_failed(exc)}") from None
         return self._decide(label, request, response)
-        return self._decide(label, request, response)
 
     def _decide(self, label: str, request: _Request, response: httpx.Response) -> Verdict:
         allowed = self.spec.status

@@ -87,10 +87,10 @@ class Runner:
         self.budget_exceeded = False
         self._slots = asyncio.Semaphore(max(1, options.parallel))
         self._pinned = asyncio.Lock()
+        """Held by a run whose suite has remote agents on a fixed `addr`: two such runs would fight for the port."""
         self._in_turn = asyncio.Lock()
         """At --parallel 1, held by a test from its first run until it is recorded: the slot alone let the next
         test start (its RUN line) before the last one's verdict was printed."""
-        """Held by a run whose suite has remote agents on a fixed `addr`: two such runs would fight for the port."""
         self.ledger = Ledger(plan.project.spec.budget)
         cache_spec = plan.project.spec.cache
         if options.cache_mode is not None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 from tamesu.targets.audio.heard import Heard
 
 if TYPE_CHECKING:  # the voice extra's numpy comes with it
+    from collections.abc import Callable
+
     from tamesu.audio.formats import AudioFormat
 
 FLOOD_FACTOR = 1.5
@@ -36,17 +38,18 @@ not read: a burst that long could not even be played within the turn."""
 AUDIO_CAP_MARGIN_MS = 10_000.0
 
 
-def past_the_cap(heard: Heard, turn_timeout: float, flooded: str | None) -> str | None:
+def past_the_cap(heard: Heard, turn_timeout: float, flooded: Callable[[], str | None] | None) -> str | None:
     """Why a turn's audio is read no further, or None: an agent whose audio never ends, sent faster than it plays,
     filled memory and disk (gigabytes in seconds) before `turn_timeout` came. Audio that came in real time is
     never past it: a phone bridge's silence streamed all through a wait that a loaded tamesu's transcription
-    made 80 s long was "70s of audio in one turn, ... an agent whose audio never ends"."""
+    made 80 s long was "70s of audio in one turn, ... an agent whose audio never ends". `flooded` says how the
+    audio came, asked only once past the cap (this runs at every message; reading the pace goes over every chunk)."""
     ahead = heard.audio_ms - (_wall_ms(heard) or 0.0)
     if ahead <= AUDIO_CAP_TIMES * turn_timeout * 1000 + AUDIO_CAP_MARGIN_MS:
         return None
     return (f"the agent sent {heard.audio_ms / 1000:.0f}s of audio in one turn, {ahead / 1000:.0f}s of it ahead of "
             f"real time, more than {AUDIO_CAP_TIMES} times turn_timeout ({turn_timeout:g}s): read no further "
-            f"({flooded or 'an agent whose audio never ends'})")
+            f"({(flooded and flooded()) or 'an agent whose audio never ends'})")
 
 
 def flood(heard: Heard, factor: float) -> str | None:

@@ -324,7 +324,7 @@ class AudioSocketTarget(Target[SpecT]):
                     self._handle(item, at, heard, turn, audio_turn)
                     if item.kind in ("done", "hangup"):
                         stop_kind = item.kind
-                if too_much := past_the_cap(heard, limit, self._flood(heard)):
+                if too_much := past_the_cap(heard, limit, lambda: self._flood(heard)):
                     raise TurnError(too_much, raw=heard.controls)
                 if stop_kind is not None:
                     ended = stop_kind == "hangup"
