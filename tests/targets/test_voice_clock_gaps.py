@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import pytest
 
-from agents.realtime_clock import CALLS, PAUSE_FORMATS, PAUSES_MS, SILENCE, Clocked
+from agents.realtime_clock import PAUSE_FORMATS, PAUSES_MS, Clocked, not_yet_paused
 from agents.voice import needs_voice
 
 pytestmark = [needs_voice, pytest.mark.audio, pytest.mark.xdist_group("audio-clock"), pytest.mark.timeout(580)]
 
 
 def test_silence_gap_agrees_with_the_agents_own_clock(realtime_clock: Clocked) -> None:
-    for (name, _result), own in zip(realtime_clock.calls, realtime_clock.gaps, strict=True):
-        if name in SILENCE.values():
-            # the pause was made, on the agent's clock (a loaded machine held the agent's own clock up to 57 ms
-            # short of it in two CI runs: the guard is for the agent, tamesu is checked against what it noted)
-            assert own >= CALLS[name][2] - 60, (name, own)
+    # the pause was made, on the agent's clock, in one call at least (a loaded machine held the agent's own clock
+    # up to 57 ms short of it in two CI runs: the guard is for the agent, tamesu is checked against what it noted;
+    # a name is called again while none of its calls paused as told)
+    assert not not_yet_paused(realtime_clock.calls, realtime_clock.gaps), realtime_clock.gaps
     differences = realtime_clock.silence()
     print("agent's own longest silence (ms):", realtime_clock.gaps)
     print("tamesu minus the agent's own clock (ms):", differences)
