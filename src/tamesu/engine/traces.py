@@ -113,8 +113,9 @@ class Receivers:
 def batch_delay_ms(wait: float) -> int:
     """What OTEL_BSP_SCHEDULE_DELAY says to an agent tamesu starts: the SDKs' batch processors send every 5 s
     by default, after the default `wait` of 2 s (a turn's spans were late and its run failed for "no tool
-    called"); a quarter of `wait`, so a batch comes within it, at most a second."""
-    return max(10, min(1000, int(wait * 250)))
+    called"); an eighth of `wait`, at most a second: a batch comes within it, and two periods fit in the quiet
+    a run whose traces are complete still waits (a quarter of `wait`: `collector.QUIET_PART`)."""
+    return max(10, min(1000, int(wait * 125)))
 
 
 def _address(receive: str) -> str:
@@ -131,8 +132,9 @@ def _address(receive: str) -> str:
 
 async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stopping: bool,
                      reached: bool = True, recorded: Iterable[str] = ()) -> tuple[SpansFile | None, str | None]:
-    """The run's spans, once late ones had `traces.wait` after the last turn (none when the run is stopping);
-    with `traces.query`, fetched from the backend then. The second value: why the backend could not say.
+    """The run's spans, once its traces are complete or late ones had `traces.wait` after the last turn
+    (`RunSpans.settle`; none when the run is stopping); with `traces.query`, fetched from the backend after the
+    whole wait (nothing comes to say its traces are complete). The second value: why the backend could not say.
 
     A run that never `reached` the agent (an error before its first turn: unreachable, refused, a hook) or
     sent it no trace id has no spans to come: it does not wait for them, nor ask the backend. `recorded`: the
@@ -141,7 +143,7 @@ async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stoppin
         return None, None
     if not stopping and reached and spans.trace_ids:
         try:
-            await spans.settle(traces.spec.wait)
+            await spans.settle(traces.spec.wait, recorded)
             if traces.query is not None:
                 fetched = await traces.query.fetch_all(spans.trace_ids, traces.spec.wait)
                 spans.fetched(fetched.spans, fetched.not_found)

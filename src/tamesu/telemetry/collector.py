@@ -28,6 +28,14 @@ that comes late is counted as late and said with its run, rather than kept alive
 _UNROUTED_KEPT = 10_000
 """Spans of traces no run has named yet, held for a run that names their id once its turn is answered (an id the
 target learned while sending: the suite's own `traceparent`), the oldest traces let go first."""
+QUIET_PART = 4
+"""A run whose traces are complete stops waiting once no span of them came for `wait / QUIET_PART` (`settle`):
+two of the export periods tamesu gives the exporters it starts (`engine.traces.batch_delay_ms`, an eighth of
+`wait`), so a second exporter's span (a tool server's, a sub-agent's) that ended before the agent's entry span
+comes within it; and a quarter of `wait`, so raising `wait` (what the late spans' warning says) waits longer for
+background work that ends after the entry span."""
+_POLL_S = 0.05
+"""How often a run waiting for its traces looks again while they are not complete."""
 
 
 GRPC_REFUSED = ("this receiver speaks OTLP over HTTP (http/protobuf or http/json), not gRPC: set "
@@ -192,6 +200,11 @@ class RunSpans:
         """The traces of which the agent's span under tamesu's came: spans of one without it came early of a
         trace whose root (the last span to end, in an exporter's last batch) was still to come."""
         self._quiet_since = time.monotonic()
+        self._last_span: float | None = None
+        """When a span of this run's traces last came (monotonic)."""
+        self._missing: set[tuple[str, str]] = set()
+        """(trace id, span id) of the parents spans came naming that have not come themselves (nor are tamesu's):
+        an exporter sends a span as it ends, the parent ends later, so one of the trace is still to come."""
         self.trace_ids: list[str] = []
         """Every trace this run sent, in order: what `traces.query` asks the backend for."""
         self.not_found: list[str] = []
@@ -271,8 +284,12 @@ class RunSpans:
         self._ids.add((span.trace_id, span.span_id))
         self.received += 1
         self._heard.add(span.trace_id)
+        self._last_span = time.monotonic()
+        self._missing.discard((span.trace_id, span.span_id))
         if span.parent_span_id is not None and span.parent_span_id == self._parents.get(span.trace_id):
             self._entered.add(span.trace_id)
+        elif span.parent_span_id is not None and (span.trace_id, span.parent_span_id) not in self._ids:
+            self._missing.add((span.trace_id, span.parent_span_id))
         if len(self.kept) < self.max_spans:
             self.kept.append(span.model_copy(update={"turn": turn}) if turn is not None else span)
 
@@ -281,11 +298,36 @@ class RunSpans:
         if self._turn is not None:
             self._sent.answered[self._turn] = time.time_ns()
 
-    async def settle(self, wait: float) -> None:
-        """Wait for late spans: until `wait` seconds after the last turn ended."""
-        remaining = self._quiet_since + wait - time.monotonic()
-        if remaining > 0:
-            await asyncio.sleep(remaining)
+    async def settle(self, wait: float, recorded: Iterable[str] = ()) -> None:
+        """Wait for late spans: until the run's traces are complete (`complete`) and none of their spans came for
+        a quarter of `wait` since the later of the last one and now (the target closed: a span it ended comes
+        within an export period), at most until `wait` seconds after the last turn ended. `recorded`: the
+        trace each turn recorded (the one the agent got)."""
+        deadline = self._quiet_since + wait
+        quiet = wait / QUIET_PART
+        since = time.monotonic()
+        recorded = set(recorded)
+        while (now := time.monotonic()) < deadline:
+            step = _POLL_S
+            if self.complete(recorded):
+                done_at = max(since, self._last_span or since) + quiet
+                if now >= done_at:
+                    return
+                step = done_at - now
+            await asyncio.sleep(min(step, deadline - now))
+
+    def complete(self, recorded: Iterable[str]) -> bool:
+        """Whether every span of the run's traces that will come has come, as far as the spans say: some span
+        came (none: `trace_not_found`, after the whole wait), one of every trace a turn recorded, the agent's
+        span under tamesu's of every trace that came and whose `traceparent` tamesu made (its entry span: it
+        ends last, so an exporter sends it last), and the parent every span named (other than tamesu's). What
+        ends after the entry span (background work) the spans cannot show: the quiet period of `settle` waits
+        for it."""
+        if not self._heard or self._missing:
+            return False
+        if any(t not in self._heard for t in recorded):
+            return False
+        return not any(t in self._heard and t in self._parents and t not in self._entered for t in self.trace_ids)
 
     def close(self) -> SpansFile:
         """What the run keeps; later spans of its traces are counted as late."""
