@@ -55,3 +55,30 @@ async def test_graded_runs_leave_no_routes_and_their_late_spans_are_still_said()
     finally:
         await receivers.stop()
     assert os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") == saved
+
+
+async def test_a_call_of_many_turns_routes_only_the_trace_its_agent_got() -> None:
+    # a call's turns (SIP, Twilio, Pipecat) have no carrier of their own: the agent gets the conversation's trace
+    # on the handshake, and each turn's own id, made before the target sends, never goes out. Before, every one
+    # of them stayed routed (and asked of a backend, and waited for) until the call was graded
+    receivers = Receivers()
+    traces = await receivers.for_suite(TracesSpec(receive="127.0.0.1:0", wait=0))
+    assert traces is not None
+    try:
+        spans = traces.run("calls/long call run 1")
+        conversation = TraceContext.new()
+        spans.expect(conversation.trace_id, None, conversation.span_id)
+        most = 0
+        for turn in range(1, 1001):
+            own = TraceContext.new()
+            spans.expect(own.trace_id, turn, own.span_id)  # before the agent can answer, as the engine does
+            most = max(most, traces.collector.routed)
+            spans.turn_ended(own.trace_id, conversation.trace_id)
+            spans.expect(conversation.trace_id, turn)  # the trace the turn recorded
+        assert most == 2 and traces.collector.routed == 1
+        assert spans.trace_ids == [conversation.trace_id]
+        await spans.settle(0)
+        spans.close()
+        assert traces.collector.routed == 0
+    finally:
+        await receivers.stop()

@@ -224,6 +224,41 @@ def test_a_realtime_agents_spans_fetched_from_its_backend(tmp_path: Path, tamesu
     assert spans["not_found"] == []
 
 
+def test_a_calls_turns_ask_the_backend_for_the_trace_the_bot_got_alone(tmp_path: Path, tamesu, serve) -> None:
+    # a Pipecat bot gets the conversation's trace on its handshake alone (as a Twilio or SIP agent does): each
+    # turn's own id, made before the target sends, never reaches it. Before, the run still routed every one of
+    # them, asked the backend for each (retrying all of `wait`) and said each never came (`not_found`)
+    from agents.traced_pipecat import TracedPipecatBot
+
+    backend = TraceBackend("jaeger")
+    backend_url = serve(backend.app()).url
+    bot = TracedPipecatBot(backend_url)
+    try:
+        (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n"
+                                              f"traces: {{ query: {{ jaeger: '{backend_url}' }}, wait: 300ms }}\n")
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: pipecat, url: '{bot.url}/bot', greeting: false, idle: 0.3s }}
+tests:
+  - name: call
+    target: bot
+    scenario: {{ script: [ {{ say: one }}, {{ say: two }}, {{ say: three }}, {{ say: four }} ] }}
+""")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        bot.stop()
+    assert result.returncode == 0, result.stdout + result.stderr
+    folder = next((tmp_path / "out").iterdir()) / "suite" / "call" / "run-1"
+    detail = json.loads((folder / "result.json").read_text())
+    spans = json.loads((folder / "spans.json").read_text())
+    conversation = next(e["data"]["trace_id"] for e in detail["events"] if e["name"] == "conversation_trace")
+    assert [t["agent"]["trace_id"] for t in detail["turns"]] == [conversation] * 4
+    probe = "0" * 31 + "1"  # the trace no one made, asked before the suite's first test
+    assert set(backend.queries) - {probe} == {conversation}, backend.queries
+    assert spans["not_found"] == [] and not [e for e in detail["events"] if e["name"] == "trace_not_found"]
+    assert [s["turn"] for s in spans["spans"] if s["name"] == "voice turn"] == [1, 2, 3, 4]
+
+
 @IN_PROCESS_A2A_SERVER  # the traced agent serves A2A in this process: a2a-sdk's server side
 def test_an_a2a_agents_spans_fetched_from_jaeger(tmp_path: Path, tamesu, serve) -> None:
     backend = TraceBackend("jaeger")

@@ -117,7 +117,7 @@ async def _talk(
                         sent_trace = target.turn_trace_id(session)
                         session.trace = None  # what the target sends between turns is no turn's
                         if spans is not None:
-                            spans.turn_ended()
+                            spans.turn_ended(trace.trace_id, sent_trace)
             except TurnError as exc:
                 # what the agent did before it failed, and how long it took to fail, are the turn's
                 failed = metric_math.failed_turn(exc, sent_at, session.now_ms(), sent_trace)

@@ -293,10 +293,30 @@ class RunSpans:
         if len(self.kept) < self.max_spans:
             self.kept.append(span.model_copy(update={"turn": turn}) if turn is not None else span)
 
-    def turn_ended(self) -> None:
+    def turn_ended(self, own: str | None = None, sent: str | None = None) -> None:
+        """The turn whose own trace was `own` was answered (or failed) having sent the agent `sent` (the target's
+        `turn_trace_id`): when that is another (a call's or a bot's turns have no carrier of their own, only the
+        conversation's handshake; the suite's own `traceparent` won), no span of `own` can come, and it leaves
+        the routes now rather than at the run's end (a call of a thousand turns routed a thousand ids no agent
+        was sent, and waited for them)."""
         self._quiet_since = time.monotonic()
         if self._turn is not None:
             self._sent.answered[self._turn] = time.time_ns()
+        if own is not None and own != sent:
+            self._unsent(own)
+
+    def _unsent(self, trace_id: str) -> None:
+        if trace_id not in self._own or trace_id in self._heard or trace_id in self.shared:
+            return  # only a turn's own id, of which nothing came
+        routes = self._collector._routes.get(trace_id)
+        if routes is not None and routes.pop(self, None) is not None and not routes:
+            del self._collector._routes[trace_id]
+        del self._own[trace_id]
+        self._parents.pop(trace_id, None)
+        if self.trace_ids and self.trace_ids[-1] == trace_id:
+            self.trace_ids.pop()
+        elif trace_id in self.trace_ids:
+            self.trace_ids.remove(trace_id)
 
     async def settle(self, wait: float, recorded: Iterable[str] = ()) -> None:
         """Wait for late spans: until the run's traces are complete (`complete`) and none of their spans came for
