@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from a2a.types.a2a_pb2 import (
     GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
     SendMessageConfiguration,
     TaskPushNotificationConfig,
     TaskState,
@@ -105,3 +106,29 @@ async def test_a_push_the_listener_refuses_is_said_and_the_real_agent_hears_the_
     # the real agent posted to the proxy, and heard the listener's 401 from it
     [told, *_] = [e.data for e in real._session.events if e.name == "push_failed"]
     assert "/.tamesu/push/" in told["url"] and told["reason"].startswith("HTTP 401")
+
+
+async def test_a_proxy_bound_to_every_interface_gives_the_real_agent_a_push_url_it_can_call(tmp_path: Path) -> None:
+    # before: with `addr: 0.0.0.0:PORT` the real agent was told to post to http://0.0.0.0:PORT/.tamesu/push/KEY
+    # (and the orchestrator to call http://0.0.0.0:PORT): the address bound, not one to call (Windows refuses it)
+    async with agents(tmp_path / "real", {"billing": {**BILLING, "addr": "0.0.0.0:0"}}) as real, \
+            listening() as listener, \
+            agents(tmp_path / "proxy", {"billing": {"forward": real.urls["billing"]["url"], "addr": "0.0.0.0:0"}}) \
+            as proxy:
+        url = proxy.urls["billing"]["url"]
+        async with connect(url, "JSONRPC", "1.0") as client:
+            asking = request("A refund for ORD-1001 please")
+            asking.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+            asking.configuration.task_push_notification_config.url = listener.url
+            [answer] = [e async for e in client.send_message(asking, context=call())]
+            await listener.settled(_finished_v10)
+            [relayed, *_] = await _relayed(proxy)
+        # what the real agent holds is what it was told to post to
+        async with connect(real.urls["billing"]["url"], "JSONRPC", "1.0") as direct:
+            held = await direct.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=answer.task.id), context=call())
+    port = url.rsplit(":", 1)[1]
+    assert url == f"http://127.0.0.1:{port}" and real.urls["billing"]["grpc"].startswith("127.0.0.1:"), real.urls
+    assert [c.url.startswith(f"http://127.0.0.1:{port}/.tamesu/push/") for c in held.configs] == [True], held.configs
+    assert (relayed["task_id"], relayed["url"], relayed["status"]) == (answer.task.id, listener.url, 200)
+    assert not [e for e in [*real._session.events, *proxy._session.events] if e.name == "push_failed"]

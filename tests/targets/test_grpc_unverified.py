@@ -7,6 +7,7 @@ and lets no other user in, and it ends with the target."""
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from lifeline import tied
 from ports import refused_port
 from sessions import events, new_session
 from targets.test_grpc_target import HEADERS, TOKEN, Agent, _stop, start_agent
@@ -163,3 +165,63 @@ async def test_a_temporary_folder_too_deep_for_a_socket_path_puts_the_relay_in_t
         assert relay is not None
         await relay.close()
     assert not os.path.exists(os.path.dirname(relay.address.removeprefix("unix:")))
+
+
+_HOLDS_A_RELAY = """import asyncio
+from tamesu.net.tls import TlsSpec
+from tamesu.net.unverified_grpc import UncheckedRelay, unchecked_context
+
+async def main() -> None:
+    relay = UncheckedRelay("127.0.0.1:9", unchecked_context(TlsSpec(verify=False)), None, 1)
+    print(relay.address, flush=True)
+    await asyncio.sleep(120)
+
+asyncio.run(main())
+"""
+
+
+def _holding_a_relay(temp: Path, started: list[subprocess.Popen[str]]) -> tuple[subprocess.Popen[str], Path]:
+    """A process with a relay open, its temporary folder `temp` (added to `started`); and the relay's folder."""
+    process = subprocess.Popen(tied([sys.executable, "-c", _HOLDS_A_RELAY]), stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, env={**os.environ, "TMPDIR": str(temp)})
+    started.append(process)
+    assert process.stdout is not None
+    address = process.stdout.readline().strip()
+    assert address.startswith(f"unix:{temp}/tamesu-grpc-relay-"), address
+    return process, Path(address.removeprefix("unix:")).parent
+
+
+def test_a_relay_folder_a_killed_run_left_is_removed_by_the_next_run_and_no_other(
+        untrusted: Agent, tmp_path: Path, tamesu) -> None:
+    import shutil
+    import tempfile
+
+    # a short TMPDIR: a socket path under tmp_path is too long, and the relay would go to /tmp itself
+    temp = Path(tempfile.mkdtemp(prefix="relays-", dir="/tmp"))
+    started: list[subprocess.Popen[str]] = []
+    try:
+        killed, left = _holding_a_relay(temp, started)
+        _, kept = _holding_a_relay(temp, started)  # still running when the run starts
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        assert (left / "socket").exists()  # what the killed process could not remove
+        legacy = temp / "tamesu-grpc-relay-k3x9q2ab"  # an older tamesu's name: whose it is cannot be told
+        legacy.mkdir()
+        not_ours = temp / f"tamesu-grpc-relay-{killed.pid}-other"
+        not_ours.mkdir()
+        if os.getuid() == 0:
+            os.chown(not_ours, 65534, 65534)
+        _suite(tmp_path, untrusted.url, ", tls: { verify: false }")
+        done = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"TMPDIR": str(temp)})
+        assert done.returncode == 0, done.stdout + done.stderr
+        # before: every SIGKILLed run's folder stayed in the temporary folder for good
+        assert not left.exists(), "the killed process's relay folder is still there"
+        assert kept.is_dir() and (kept / "socket").exists(), "a running process's relay folder was removed"
+        assert legacy.is_dir()
+        # root gave it to nobody: another user's is left; otherwise it is this user's, of a process that is gone
+        assert not_ours.is_dir() if os.getuid() == 0 else not not_ours.exists()
+    finally:
+        for process in started:
+            process.kill()
+            process.wait(timeout=30)
+        shutil.rmtree(temp, ignore_errors=True)

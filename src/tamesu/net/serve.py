@@ -11,6 +11,15 @@ from typing import Any
 
 import uvicorn
 
+EVERY_INTERFACE = frozenset({"0.0.0.0", ""})
+"""A bind host that means every IPv4 interface: a server bound so is no address to call it at."""
+
+
+def reachable_host(host: str) -> str:
+    """The host to give a caller of a server bound to `host`: 127.0.0.1 for every interface (0.0.0.0 is no
+    address to call: Windows refuses to connect to it, browsers block it), the bound host otherwise."""
+    return "127.0.0.1" if host in EVERY_INTERFACE else host
+
 
 def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -103,7 +112,8 @@ class LoopServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        """Where to call it (`reachable_host`); `host` is where it is bound."""
+        return f"http://{reachable_host(self.host)}:{self.port}"
 
     async def start(self) -> LoopServer:
         self._task = asyncio.create_task(self._server.serve(sockets=[self._sock]))
@@ -138,7 +148,8 @@ class ThreadServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        """Where to call it (`reachable_host`); `host` is where it is bound."""
+        return f"http://{reachable_host(self.host)}:{self.port}"
 
     def _run(self) -> None:
         asyncio.run(self._server.serve(sockets=[self._sock]))

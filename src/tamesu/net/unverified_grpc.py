@@ -7,16 +7,22 @@ still presents the `tls:` block's client certificate.
 The relay asks nobody who they are, so it listens where only this user can reach it: a Unix socket in a folder
 of its own, mode 0700, removed when the relay closes. On 127.0.0.1 any local process, another user's too, could
 have sent calls through it to the agent under the block's client certificate while the run lasted. Where Python
-has no Unix sockets (Windows) it listens on 127.0.0.1 as before."""
+has no Unix sockets (Windows) it listens on 127.0.0.1 as before.
+
+A process killed before the relay closes (SIGKILL, a crash) leaves its folder; the folder names the process
+(`tamesu-grpc-relay-PID-...`), so the next relay made, in any process of this user, removes the folders of
+processes that are gone (`_remove_leftovers`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import socket
 import ssl
+import stat
 import tempfile
 
 from tamesu.net.clients import os_reason
@@ -25,6 +31,10 @@ from tamesu.net.tls import TlsError, TlsSpec, readable, ssl_context
 _CHUNK = 65536
 _UNIX_PATH_MAX = 104
 """sun_path's size on macOS, its ending NUL included (Linux's is 108): a longer path cannot be bound."""
+_PREFIX = "tamesu-grpc-relay-"
+_OWNED = re.compile(re.escape(_PREFIX) + r"(\d+)-[^/]+")
+_swept: set[str] = set()
+"""The temporary folders this process has looked for leftovers in: once each is enough."""
 
 
 def unchecked_context(spec: TlsSpec) -> ssl.SSLContext:
@@ -74,11 +84,14 @@ class UncheckedRelay:
             listener = socket.create_server(("127.0.0.1", 0))
             return listener, f"127.0.0.1:{listener.getsockname()[1]}"
         # mkdtemp makes the folder 0700: the socket in it is reached by this user alone, whatever its own mode
-        self._folder = tempfile.mkdtemp(prefix="tamesu-grpc-relay-")
+        prefix = f"{_PREFIX}{os.getpid()}-"
+        _remove_leftovers(tempfile.gettempdir())
+        self._folder = tempfile.mkdtemp(prefix=prefix)
         path = os.path.join(self._folder, "socket")
         if len(os.fsencode(path)) >= _UNIX_PATH_MAX:  # a long TMPDIR: too long a path to bind
             os.rmdir(self._folder)
-            self._folder = tempfile.mkdtemp(prefix="tamesu-grpc-relay-", dir="/tmp")
+            _remove_leftovers("/tmp")
+            self._folder = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
             path = os.path.join(self._folder, "socket")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -139,6 +152,56 @@ class UncheckedRelay:
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=2)
+
+
+def _remove_leftovers(parent: str) -> None:
+    """The relay folders in `parent` that a killed process left: this user's, named with a process id that no
+    longer runs, their socket taking no connection (a process of the same id in another PID namespace, sharing
+    this folder, still listens on its own). A folder whose owner may live is left as it is."""
+    if parent in _swept or not hasattr(os, "getuid"):
+        return
+    _swept.add(parent)
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return
+    for entry in entries:
+        owned = _OWNED.fullmatch(entry.name)
+        if owned is None or _runs(int(owned.group(1))):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() \
+                and not _listened_on(os.path.join(entry.path, "socket")):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _runs(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process (EPERM), or a number no pid is: kept
+        return True
+    return True
+
+
+def _listened_on(path: str) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1)
+    try:
+        probe.connect(path)
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except OSError:  # cannot tell: kept
+        return True
+    finally:
+        probe.close()
+    return True
 
 
 async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:

@@ -38,7 +38,7 @@ from tamesu.errors import InfraError
 from tamesu.fuzzing import fuzz_for
 from tamesu.net.clients import AsyncClient, client_options
 from tamesu.net.grpc_channels import dial_target, grpc_channel
-from tamesu.net.serve import LoopServer
+from tamesu.net.serve import LoopServer, reachable_host
 from tamesu.net.tls import TlsError
 from tamesu.net.unverified_grpc import UncheckedRelay
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
@@ -123,7 +123,7 @@ class RemoteAgentServer:
     def _grpc_server(self, host: str) -> tuple[grpc.aio.Server, str]:
         interceptors = [GrpcGate(self._token, lambda b: self._refused(self.name, b))] if self._token else []
         server = grpc.aio.server(interceptors=interceptors)
-        return server, f"{host}:{server.add_insecure_port(f'{host}:0')}"
+        return server, f"{reachable_host(host)}:{server.add_insecure_port(f'{host}:0')}"
 
     def _serve_scripted_grpc(self, server: grpc.aio.Server) -> None:
         assert self._handler is not None  # made by _make_handler

@@ -33,8 +33,7 @@ class Listener:
         self._queue: asyncio.Queue[tuple[object, float]] = asyncio.Queue(QUEUE_LIMIT)
         app = Starlette(routes=[Route(path, self._receive, methods=["POST", "PUT"])])
         self._server = LoopServer(app, host=host, port=port)
-        shown_host = "127.0.0.1" if self._server.host in ("0.0.0.0", "") else self._server.host
-        self.url = public_url or f"http://{shown_host}:{self._server.port}{path}"
+        self.url = public_url or f"{self._server.url}{path}"
         self.received = 0
 
     async def start(self) -> None:

@@ -71,28 +71,20 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
+from tamesu.conversation import AgentTurn, FileRef, Session, UserTurn
 from tamesu.errors import InfraError, TemplateError
-from tamesu.net.clients import os_reason
 from tamesu.net.direct import Request, finish
 from tamesu.plugins import register
 from tamesu.suite.templates import Context, references
-from tamesu.targets.base import SessionOpenSpec, Target
+from tamesu.targets.base import Target
+from tamesu.targets.rest._after_send import listen_turn, poll_turn
+from tamesu.targets.rest._opening import connect_websocket, open_conversation, start_listener
 from tamesu.targets.rest.answer import TurnReader, timed_out
 from tamesu.targets.rest.body import Reading, reading_of
 from tamesu.targets.rest.files import attachments, file_refusal, form_body
-from tamesu.targets.rest.http import Answer, Http, answer_body, excerpt, read_text
-from tamesu.targets.rest.read import StreamText, holds, searched, text_of, values
-from tamesu.targets.rest.request import (
-    build_poll,
-    message_with_trace,
-    render_url,
-    rendered_headers,
-    request_body,
-    resolve_url,
-    status_expected,
-    trace_values,
-)
+from tamesu.targets.rest.http import Answer, Http, answer_body, read_text
+from tamesu.targets.rest.read import StreamText
+from tamesu.targets.rest.request import message_with_trace, render_url, rendered_headers, request_body, trace_values
 from tamesu.targets.rest.spec import (
     Condition,
     ListenSpec,
@@ -105,8 +97,6 @@ from tamesu.targets.rest.spec import (
 )
 from tamesu.targets.rest.sse import DONE, is_stream, stream_events
 from tamesu.targets.rest.ui_stream import DATA_STREAM_MARK, UiConversation, reads_ui_stream, ui_conversation, ui_reader
-from tamesu.targets.session_open import failed_because, mask_credentials
-from tamesu.types import split_addr
 
 if TYPE_CHECKING:
     # imported where used: websockets (6.6 MiB) by `streaming: websocket`, the listener's HTTP server (uvicorn,
@@ -157,18 +147,19 @@ class RestTarget(Target[RestSpec]):
                           what=self._what, max_bytes=spec.max_response_bytes,
                           rate_limit_retries=spec.rate_limit_retries)
         if spec.response.listen is not None:
-            await self._start_listener(spec.response.listen)
+            self._listener = await start_listener(session, spec.response.listen, spec.max_response_bytes, self._what)
         id_needs_captures = spec.session.id is not None and any(
             expr.startswith("session.") for expr, _ in references(spec.session.id))
         if not id_needs_captures:
             self.session_id = self._session_id()
         if spec.session.open is not None:
-            await self._open_conversation(spec.session.open)
+            await open_conversation(session, self._require_http(), self._context(), spec.session.open, spec,
+                                    self._what)
         if id_needs_captures:
             self.session_id = self._session_id()
         url = self._shown_url()
         if spec.streaming == "websocket":
-            url = await self._connect_websocket()
+            self._ws, url = await connect_websocket(session, self._context(), spec, self._what)
         session.event("transport", streaming=spec.streaming, read=self._read_mode(), url=url,
                       session_id=self.session_id,
                       listen_url=None if self._listener is None else self._listener.url)
@@ -192,56 +183,6 @@ class RestTarget(Target[RestSpec]):
             return self._require_session().redactor.text(render_url(self._context(), self.spec.url))
         except TemplateError:
             return self.spec.url
-
-    async def _start_listener(self, listen: ListenSpec) -> None:
-        session = self._require_session()
-        host, port = split_addr(listen.addr) if listen.addr else ("127.0.0.1", 0)
-        public_url = session.context.render_text(listen.url) if listen.url else None
-        try:
-            from tamesu.targets.rest.listen import Listener
-
-            self._listener = Listener(session, path=listen.path, host=host, port=port, public_url=public_url,
-                                      max_bytes=self.spec.max_response_bytes)
-            await self._listener.start()
-        except Exception as exc:
-            raise InfraError(f"{self._what}: cannot listen on {host}:{port}: {os_reason(exc)}") from exc
-
-    async def _open_conversation(self, spec: SessionOpenSpec) -> None:
-        session = self._require_session()
-        ctx = self._context()
-        masked = session.redactor.text(url := resolve_url(render_url(ctx, spec.url), self.spec.url, ctx, self._what))
-        request = self._require_http().build(
-            spec.method.upper(), url, rendered_headers(ctx, spec.headers),
-            ctx.render_value(spec.body), has_body=spec.body is not None, pool_timeout=spec.timeout)
-        try:
-            async with asyncio.timeout(spec.timeout):  # in all: a server answering a byte now and then held the run
-                answer = await self._require_http().fetch(request)
-        except (TurnError, TimeoutError) as exc:
-            raise InfraError(f"{self._what}: {failed_because(exc, spec, masked)}") from exc
-        if not status_expected(answer.status, spec.expect_status):
-            raise InfraError(f"{self._what}: session.open {spec.method.upper()} {masked} answered HTTP "
-                             f"{answer.status}: {session.redactor.text(excerpt(answer.body))}")
-        for name, path in spec.capture.items():
-            found = [v for v in values(path, answer.body) if v is not None]
-            if not found:
-                raise InfraError(f"{self._what}: session.open capture {name} ({path}) found nothing: "
-                                 f"{session.redactor.text(searched(answer.status, answer.body))}")
-            session.values[name] = found[0]
-        session.event("session_open", url=masked, status=answer.status, captured=sorted(spec.capture))
-        mask_credentials(session, {**spec.headers, **self.spec.headers}, spec.capture)
-
-    async def _connect_websocket(self) -> str:
-        session = self._require_session()
-        ctx = self._context()
-        url = render_url(ctx, self.spec.url)
-        if not url.startswith(("ws://", "wss://")):
-            raise InfraError(f"{self._what}: streaming: websocket needs a ws:// or wss:// url, "
-                             f"got {session.redactor.text(url)}")
-        from tamesu.targets.rest.ws import WsLink
-
-        self._ws = await WsLink.connect(url, rendered_headers(ctx, self.spec.headers), connect_spec=self.spec.connect,
-                                        session=session, what=self._what, tls=self.spec.tls)
-        return session.redactor.text(url)
 
     async def close(self) -> None:
         ws, self._ws = self._ws, None
@@ -297,9 +238,13 @@ class RestTarget(Target[RestSpec]):
         if self.spec.streaming == "sse":
             return await self._sse_turn(request)
         if self.spec.response.poll is not None:
-            return await self._poll_turn(request, turn, self.spec.response.poll)
-        if self._listener is not None:
-            return await self._listen_turn(request, self._listener)
+            return await poll_turn(self._require_http(), self._reader, request, self.spec, self.spec.response.poll,
+                                   context=lambda answered: self._turn_context(turn, response=answered),
+                                   waiting=self._waiting, mask=self._mask)
+        if self._listener is not None and self.spec.response.listen is not None:
+            self._note_unsolicited(self._listener.drain())
+            return await listen_turn(self._require_http(), self._reader, request, self._listener,
+                                     self.spec.response.listen, waiting=self._waiting)
         if "streaming" not in self.spec.model_fields_set:
             # not said: the answer's content type says whether it streams (read as one answer when it does not)
             return await self._sse_turn(request, sniffing=True)
@@ -397,46 +342,8 @@ class RestTarget(Target[RestSpec]):
             self._played = [*self._played, {"role": "assistant", "content": turn.text}]
         return turn
 
-    async def _poll_turn(self, request: Request, turn: UserTurn, poll: PollSpec) -> AgentTurn:
-        http = self._require_http()
-        self._waiting_for = "waiting for the send answer"
-        sent = await http.fetch(request)
-        self._reader.fail_on_5xx(sent)
-        if sent.status >= 400:
-            return self._reader.answer_turn(sent)
-        answered = sent.body if isinstance(sent.body, dict) else {"": sent.body}
-        ctx = self._turn_context(turn, response=answered)
-        poll_request = build_poll(http, poll, ctx, self.spec.url, {**self.spec.headers, **poll.headers}, sent)
-        limit = poll.timeout if poll.timeout is not None else self.spec.turn_timeout
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + limit
-        raw: list[object] = [sent.body]
-        while True:
-            self._waiting_for = f"polling {self._mask(str(poll_request.url))}, {len(raw) - 1} polls"
-            answer = await http.fetch(poll_request)
-            raw.append(answer.body)
-            self._reader.fail_on_poll_answer(answer, self._mask(str(poll_request.url)))
-            if answer.status < 400:
-                text = text_of(poll.text, answer.body)
-                if text or holds(poll.done, answer.body):
-                    return self._reader.turn(text=text, raw=raw, scan=[answer.body], status=answer.status,
-                                      sent_at_ms=sent.sent_at_ms, completed_at_ms=answer.completed_at_ms)
-            if loop.time() + poll.interval > deadline:
-                raise TurnError(f"no reply from the poll URL within {limit:g}s (last answer HTTP "
-                                f"{answer.status}: {self._mask(excerpt(answer.body))})", raw=raw,
-                                status=answer.status, limit_s=limit)
-            await asyncio.sleep(poll.interval)
-
-    async def _listen_turn(self, request: Request, listener: Listener) -> AgentTurn:
-        listen = self.spec.response.listen
-        assert listen is not None
-        self._note_unsolicited(listener.drain())
-        self._waiting_for = "waiting for the send answer"
-        sent = await self._require_http().fetch(request)
-        self._reader.fail_on_5xx(sent)
-        self._waiting_for = f"waiting for a post to {listener.url}"
-        posts = await listener.posts(listen.idle, listen.done)
-        return self._reader.turn(status=sent.status, sent_at_ms=sent.sent_at_ms, **listener.turn_fields(listen, posts))
+    def _waiting(self, what: str) -> None:
+        self._waiting_for = what
 
     def _note_unsolicited(self, messages: Sequence[object]) -> None:
         if messages:
