@@ -680,6 +680,29 @@ hooks:
     assert lines[3:] == ["200 ", "200 {}"], lines
 
 
+def test_a_receiver_on_every_interface_gives_the_agent_an_address_it_can_call(tmp_path: Path, tamesu, serve,
+                                                                                 agents) -> None:
+    port = free_port()
+    _agent, url = start(serve, agents, f"127.0.0.1:{port}")
+    # what a tool the suite starts is told, and one export sent to it
+    (tmp_path / "told.py").write_text("""\
+import os, httpx
+endpoint = os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"]
+answer = httpx.post(endpoint + "/v1/traces", content=b"{}", headers={"content-type": "application/json"}, timeout=5)
+open("told.txt", "w").write(f"{endpoint} {answer.status_code}")
+""")
+    project(tmp_path, f"0.0.0.0:{port}", url, TWO_TURNS + f"""\
+hooks:
+  before_all: [ {{ run: '{sys.executable} told.py' }} ]
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # 0.0.0.0 is where it listens, not an address to call (Windows refuses to connect to it)
+    assert (tmp_path / "told.txt").read_text() == f"http://127.0.0.1:{port} 200"
+    _result, spans = run_files(tmp_path, "order")
+    assert spans["spans"] and not spans["not_found"], spans  # the agent's own exports reached it too
+
+
 def test_a_busy_receive_address_is_an_infrastructure_error(tmp_path: Path, tamesu, serve, agents) -> None:
     _agent, url = start(serve, agents, "127.0.0.1:9")
     taken = url.removeprefix("http://")  # the agent's own port: in use

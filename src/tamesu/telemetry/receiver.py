@@ -139,7 +139,7 @@ class Receiver:
     def endpoint(self) -> str:
         """What OTEL_EXPORTER_OTLP_ENDPOINT says (the exporter adds `/v1/traces`)."""
         assert self._server is not None
-        return f"http://{self._server.host}:{self._server.port}"
+        return self._server.url  # 127.0.0.1 for a receiver on every interface: 0.0.0.0 is no address to call
 
     async def start(self) -> Receiver:
         host, port = split_addr(self.addr)
