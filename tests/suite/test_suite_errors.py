@@ -212,6 +212,7 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
         ("cases.csv", "name,order\r\n", "cases.csv has no cases: a header row and no rows below it"),
         ("cases.json", "[]", "cases.json has no cases: an empty array"),
     ],
+    ids=lambda value: value[:40],  # one content is 200,000 characters: it was the test's id, and its FAILED line
 )
 def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expected: str) -> None:
     (tmp_path / name).write_text(content, encoding="utf-8")
