@@ -27,7 +27,7 @@ tests:
     done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == [
-        "s.tamesu.yaml:5:17: tests[0].cases_file: two cases are named 'row1'",
+        "dup.csv:3:1: name: two cases are named 'row1'",  # was at the suite's `cases_file`
         "s.tamesu.yaml:8:48: tests[1].cases[2].name: two cases are named 'a'",
         "s.tamesu.yaml:10:11: tests[2].name: another test is named 'inline [b]'",  # two tests: still said
         "3 problems found",

@@ -64,15 +64,16 @@ tests:
 """)
     done = run_tamesu(["validate"], cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    lines = sorted(line for line in done.stderr.splitlines() if ".yaml:" in line)
+    lines = sorted(line for line in done.stderr.splitlines() if ".yaml:" in line or ".csv:" in line)
     assert lines == [
+        # in the cases file, at the row and column (it was at the suite's `cases_file`)
+        "cases.csv:2:4: city: bad template {{vars.nowhere}}: no var 'nowhere' in the test, its cases, the suite or "
+        "the project",
         "s.tamesu.yaml:1:29: vars.b: the vars name each other in a loop (vars.a -> vars.b -> vars.a)",
         "s.tamesu.yaml:6:18: tests[0].vars.own: bad template {{vars.nope}}: no var 'nope' in the test, its cases, "
         "the suite or the project",
         "s.tamesu.yaml:7:44: tests[0].cases[0].vars.city: bad template {{vars.zzz}}: no var 'zzz' in the test, "
         "its cases, the suite or the project",
-        "s.tamesu.yaml:8:17: tests[0].cases_file: case 'c1': vars.city: bad template {{vars.nowhere}}: no var "
-        "'nowhere' in the test, its cases, the suite or the project",
         "tamesu.yaml:2:12: vars.p: bad template {{vars.gone}}: no var 'gone' in the test, its cases, the suite or "
         "the project",
     ], done.stderr

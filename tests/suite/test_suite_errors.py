@@ -192,16 +192,18 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
         ("cases.csv", "order,expect\n1,a\n", "cases.csv needs a header row with a name column (its first row: "
          "'order,expect')"),
         ("cases.json", "{\"name\": \"a\"}", "cases.json must be a JSON array of objects"),
-        ("cases.json", "[{\"name\": \"a\",}]", "cases.json:1:15: not valid JSON: Expecting property name "
+        # a row's problem is said where it is written in the cases file (it was at the suite's cases_file key)
+        ("cases.json", "[{\"name\": \"a\",}]", "=cases.json:1:15: not valid JSON: Expecting property name "
          "enclosed in double quotes"),
-        ("cases.csv", "name,order\n,1\n", "cases.csv row 2 has no name"),
+        ("cases.csv", "name,order\n,1\n", "=cases.csv:2:1: name: row 2 has no name"),
         # a key written twice: json kept the last in silence
-        ("cases.json", '[{"name": "a", "vars": {"q": 1, "q": 2}}]', "cases.json:1:33: duplicate key 'q'"),
-        ("cases.csv", "name,price\na,1\nb,12,50\n", "cases.csv row 3 has more fields than its header (2): quote a "
-         "value that holds ','"),
+        ("cases.json", '[{"name": "a", "vars": {"q": 1, "q": 2}}]', "=cases.json:1:33: [0].vars.q: duplicate key 'q'"),
+        ("cases.csv", "name,price\na,1\nb,12,50\n", "=cases.csv:3:6: row 3 has more fields than its header (2): "
+         "quote a value that holds ','"),
         # a row cut short sent `None` for its missing value; a field past csv's limit was "internal error"
-        ("cases.csv", "name,price\na,1\nb\n", "cases.csv row 3 has fewer fields than its header (2): price missing"),
-        ("cases.csv", "name,x\none," + "y" * 200_000 + "\n", "cases.csv line 2: cannot read the CSV: field larger "
+        ("cases.csv", "name,price\na,1\nb\n", "=cases.csv:3:2: row 3 has fewer fields than its header (2): price "
+         "missing"),
+        ("cases.csv", "name,x\none," + "y" * 200_000 + "\n", "=cases.csv:2:1: cannot read the CSV: field larger "
          "than field limit (131072)"),
         # half a UTF-16 pair: validate said ok, the run ended in "internal error: PydanticSerializationError"
         ("cases.json", '[{"name": "a", "vars": {"x": "\\udc00"}}]', "cases.json holds half of a UTF-16 pair without "
@@ -210,13 +212,15 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
         ("cases.csv", "name,order\r\n", "cases.csv has no cases: a header row and no rows below it"),
         ("cases.json", "[]", "cases.json has no cases: an empty array"),
     ],
+    ids=lambda value: value[:40],  # one content is 200,000 characters: it was the test's id, and its FAILED line
 )
 def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expected: str) -> None:
     (tmp_path / name).write_text(content, encoding="utf-8")
     write(tmp_path, TARGET + f"tests:\n  - name: a\n    target: api\n    cases_file: {name}\n")
     result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr.splitlines()[0] == f"suite.yaml:8:17: tests[0].cases_file: {expected}"
+    said = expected[1:] if expected.startswith("=") else f"suite.yaml:8:17: tests[0].cases_file: {expected}"
+    assert result.stderr.splitlines() == [said, "1 problem found"], result.stderr
 
 
 def test_an_empty_cases_list_is_a_problem_where_written(tmp_path: Path, tamesu) -> None:
@@ -691,7 +695,7 @@ def test_validate_says_the_projects_and_the_suites_problems_at_once(tmp_path: Pa
 """)
     result = tamesu(["validate"], cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
-    cases = "suite.yaml:13:41: tests[2].cases_file: cases.csv"
+    holds = "has more fields than its header (2): quote a value that holds ','"
     assert result.stderr.splitlines() == [
         "tamesu.yaml:2:11: parallel: input should be a valid integer, unable to parse string as an integer, "
         "got 'lots'",
@@ -700,12 +704,11 @@ def test_validate_says_the_projects_and_the_suites_problems_at_once(tmp_path: Pa
         "background, behaviors, facts)",
         "suite.yaml:12:26: tests[1].quarantine.until: input should be a valid date or datetime, day value is "
         "outside expected range, got '2026-02-30'",
-        f"{cases} row 2 has no name",
-        f"{cases} row 3 has more fields than its header (2): quote a value that holds ','",
-        f"{cases} row 4 has fewer fields than its header (2): x missing",
-        *(f"{cases} row {row} has more fields than its header (2): quote a value that holds ','"
-          for row in range(5, 22)),
-        f"{cases}: 3 more problems",
+        "cases.csv:2:1: name: row 2 has no name",
+        f"cases.csv:3:5: row 3 {holds}",
+        "cases.csv:4:2: row 4 has fewer fields than its header (2): x missing",
+        *(f"cases.csv:{row}:{6 if row < 15 else 7}: row {row} {holds}" for row in range(5, 22)),
+        "cases.csv:22:7: 3 more problems",
         "27 problems found"], result.stderr  # 4 and the cases file's 23: its "3 more" line counted 1 before
     # what the suites read of tamesu.yaml, left out, would make their problems up: its own are said alone
     (tmp_path / "tamesu.yaml").write_text("suites: [suite.yaml]\nvars: 5\n")

@@ -3,8 +3,9 @@
 `pack: NAME`, or `{name, judges, model}`: `judges: false` leaves the pack's model-graded assertions out (an
 offline run with no judge model keeps the deterministic ones); `model` is the judge model of its judges.
 The pack passes when every assertion in it passes; the reason names each that failed, with its own reason,
-and the score is the fraction that passed. A judge that cannot answer is an infrastructure error, as for a
-`judge` written alone, whose line also names the pack's parts that failed. The loader writes a suite's own
+and the score is the fraction that passed. A part that cannot be decided (a judge that cannot answer) is an
+infrastructure error, as for that assertion written alone, whose line names that part, the others not decided
+either and the pack's parts that failed. The loader writes a suite's own
 pack into the entry (`description` and `assert`, see `tamesu.packs.inline`), which is also how an inline pack
 is written.
 """
@@ -90,6 +91,7 @@ class Pack(Check[PackRef]):
     async def evaluate(self, run: RunView) -> Verdict:
         graded: list[tuple[str, Verdict]] = []
         undecided: InfraError | ModelError | None = None
+        unsettled: list[str] = []
         for assertion in self.spec.assertions:
             try:
                 verdict = await assertion.check.evaluate(run.scoped(assertion.on_turn))
@@ -97,7 +99,13 @@ class Pack(Check[PackRef]):
                 verdict = Verdict(passed=False, reason=str(exc))
             except (InfraError, ModelError) as exc:
                 # the pack's other parts are still graded: a judge that could not answer hid what they found
-                undecided = undecided or exc
+                unsettled.append(assertion.label)
+                if undecided is None:
+                    # which of the pack's parts it was ("pack X: GET URL: could not reach it" named none)
+                    said = str(exc)  # a role's error may name it already (`judge: no verdict ...`)
+                    if not said.startswith(f"{assertion.label}:"):
+                        exc.args = (f"{assertion.label}: {said}",)
+                    undecided = exc
                 continue
             graded.append((assertion.label, verdict))
         failed = [(label, verdict) for label, verdict in graded if not verdict.passed]
@@ -110,6 +118,8 @@ class Pack(Check[PackRef]):
             reason = f"all {total} passed"
         if undecided is not None:
             # undecided as a judge written alone is, saying what the rest found (the error keeps its attempts)
+            if len(unsettled) > 1:
+                undecided.args = (f"{undecided}; not decided either: {', '.join(unsettled[1:])}",)
             if failed:
                 undecided.args = (f"{undecided}; and {reason}",)
             raise undecided

@@ -164,15 +164,17 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
             failures.append(AssertionResult(name="conversation", passed=False, reason=failure))
     except TimeoutError:
         # what the target counted before the deadline (its tool calls, timeouts, model calls) is kept
-        target_metrics = made[0].metrics() if made else {}
+        target_metrics = _counted(made, warnings)
         failures = timed_out(result, test.spec.timeout, inputs.stop.reason if inputs.stop is not None else None,
                              hooked, clock.cut, failures)
     except (InfraError, HookFailed, ModelError) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
         result.fault = "suite" if isinstance(exc, SuiteProblem) else None  # a browser's visual baseline not written
+        target_metrics = _counted(made, warnings)  # result.json had a task_canceled event and no a2a_requests at all
     except BudgetExceeded as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
         budget_exceeded = True
+        target_metrics = _counted(made, warnings)
     except Exception as exc:  # a bug of ours: the run is an error, the details go to the artifacts
         result.status, result.end_reason = "error", "error"
         result.error = unexpected(exc, inputs)
@@ -291,6 +293,16 @@ def unexpected(exc: BaseException, inputs: RunInputs) -> str:
     whose = plugins.culprit(exc)
     return f"{f'{whose} raised' if whose else 'internal error:'} {type(exc).__name__}: {one_line(str(exc))} " \
            f"(traceback in {inputs.artifacts_dir.name}/traceback.txt)"
+
+
+def _counted(made: list[Target[TargetSpec]], warnings: list[str]) -> dict[str, float]:
+    """What the target counted, read once a deadline or an error ended the run (the target is closed by then:
+    what closing sent is counted too)."""
+    try:
+        return made[0].metrics() if made else {}
+    except Exception as exc:  # a plug-in's counts after an open that failed half-way: the run's own error stands
+        warnings.append(f"the target's metrics could not be read: {type(exc).__name__}: {exc}")
+        return {}
 
 
 def _spending(ledger: Ledger | None) -> dict[str, float]:

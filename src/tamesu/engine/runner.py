@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from tamesu import __version__, targets
+from tamesu.engine._halts import Halts
 from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
 from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
@@ -39,7 +40,6 @@ from tamesu.results.records import (
     exit_code_for,
 )
 from tamesu.runtime.signals import Interrupted, gentle_stop
-from tamesu.suite.schema import AdaptiveSpec
 from tamesu.suite.templates import Context, resolve_vars
 from tamesu.telemetry import otel
 
@@ -80,11 +80,6 @@ class Runner:
         self.options = options
         self.reporter = reporter
         self.results: list[TestResult] = []
-        self._stop: str | None = None
-        """Why no more runs start: fail-fast or the budget."""
-        self._suite_stops: dict[str, str] = {}
-        """Suites whose own budget was passed: their runs stop, the others go on."""
-        self.budget_exceeded = False
         self._slots = asyncio.Semaphore(max(1, options.parallel))
         self._pinned = asyncio.Lock()
         """Held by a run whose suite has remote agents on a fixed `addr`: two such runs would fight for the port."""
@@ -92,13 +87,12 @@ class Runner:
         """At --parallel 1, held by a test from its first run until it is recorded: the slot alone let the next
         test start (its RUN line) before the last one's verdict was printed."""
         self.ledger = Ledger(plan.project.spec.budget)
+        self.halts = Halts(self.ledger, fail_fast=options.fail_fast, repeat=options.repeat, today=options.today)
         cache_spec = plan.project.spec.cache
         if options.cache_mode is not None:
             cache_spec = cache_spec.model_copy(update={"mode": options.cache_mode})
         self.cache = ReplayCache.from_spec(cache_spec, base_dir=plan.project.dir, mask=plan.secrets.redactor.data)
         self.stopping = RunStop()
-        self._failures: dict[str, int] = {}
-        """Failed runs per test so far: fail-fast stops once a test cannot pass (`_could_pass`)."""
         """Set by the first Ctrl-C or SIGTERM: the runs in flight end, no new one starts."""
         self.write_failed: str | None = None
         """Why the run folder could not take a result (full disk, read-only): the run stops, exit 3."""
@@ -148,13 +142,13 @@ class Runner:
                 self._cannot_write(directory.results_path, exc)
             # an interrupted run exits 128 + the signal (130 after Ctrl-C): run.json says the same
             code = (128 + (self.stopping.signum or signal.SIGINT)) if interrupted else \
-                EXIT_INFRA if self.write_failed else exit_code_for(self.results, self.budget_exceeded)
+                EXIT_INFRA if self.write_failed else exit_code_for(self.results, self.halts.budget_exceeded)
             summary = RunSummaryFile(
                 tamesu_version=__version__, started_at=started_wall.isoformat(),
                 finished_at=dt.datetime.now(dt.UTC).isoformat(),
                 duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
                 counts=count(self.results), runs=count_runs(self.results), interrupted=interrupted,
-                stopped=self._stop or "; ".join(self._suite_stops.values()) or None, warnings=warnings,
+                stopped=self.halts.said(), warnings=warnings,
                 models=self._spend(),
             )
             try:
@@ -182,29 +176,6 @@ class Runner:
         missing = unmeasured_slos(slos, graded)
         return [f"slo {name}: no test of this run measured it, so it passed unchecked"
                 + (f" (did you mean {' or '.join(close)}?)" if close else "") for name, close in missing.items()]
-
-    def _over_budget(self, test: PlannedTest) -> None:
-        """A run passed a budget: the whole invocation's stops every run after it; a suite's own, stricter one
-        only that suite's (it stopped the other suites too, so a run's results hung on its files' order)."""
-        self.budget_exceeded = True
-        if self.ledger.exceeded:
-            self._stop = "the budget was exceeded"
-        else:
-            self._suite_stops[test.suite.name] = f"the budget of suite {test.suite.name} was exceeded"
-
-    def _adaptive(self, test: PlannedTest, repeat: int) -> AdaptiveSpec | None:
-        # `--repeat N` keeps its meaning, N runs of every test: adaptive repeats are the suite's own `repeat`
-        return test.spec.adaptive if self.options.repeat is None and repeat > 1 else None
-
-    def _could_pass(self, test: PlannedTest, runs: int) -> bool:
-        """Whether `test` may still reach its pass_threshold with the runs it failed so far, of `runs`."""
-        if self._adaptive(test, runs) is not None:
-            return True  # decided by its sequence of runs, not by counts
-        return (runs - self._failures.get(test.id, 0)) / runs >= test.spec.pass_threshold - 1e-9
-
-    def _stopped(self, test: PlannedTest) -> str | None:
-        """Why no more runs of `test` start (fail-fast, a budget), or None."""
-        return self._stop or self._suite_stops.get(test.suite.name)
 
     def _interrupt(self, signum: int) -> None:
         self.stopping.trigger(signum)
@@ -311,7 +282,7 @@ class Runner:
         """A full disk or an unwritable folder mid-run: no new run starts, what finished is kept."""
         if self.write_failed is None:
             self.write_failed = f"the run folder cannot be written ({path.name}): {os_words(exc)}"
-            self._stop = self.write_failed
+            self.halts.reason = self.write_failed
             self.reporter.warning(self.write_failed)
 
     async def _run_test(self, test: PlannedTest, directory: RunDirectory, models: ModelRegistry | None,
@@ -322,7 +293,7 @@ class Runner:
             return
         test_dir = directory.test_dir(test.suite.name, test.name)
         repeat = self.options.repeat or test.spec.repeat
-        adaptive = self._adaptive(test, repeat)
+        adaptive = self.halts.adaptive(test, repeat)
 
         def start(number: int) -> Awaitable[RunOutcome | None]:
             return self._run_with_retries(test, number, repeat, test_dir, directory, models, traces)
@@ -336,15 +307,15 @@ class Runner:
         if self.stopping.signum is not None:
             return  # a test cut short by Ctrl-C or SIGTERM did not finish: the plan still names it
         if not finished:
-            stopped = self._stopped(test)
+            stopped = self.halts.stopped(test)
             self._record(directory, self._unrun(test, "skipped", f"not run: {stopped}" if stopped
                                                 else "not run"), [])
             return
         runs = [o.result for o in finished]
-        if adaptive is None and len(finished) < repeat and self._could_pass(test, repeat):
+        if adaptive is None and len(finished) < repeat and self.halts.could_pass(test, repeat):
             # a verdict on the runs that happened would hold a threshold to fewer runs than it was set for (2 of
             # 4 passing at 0.5 passed a test whose last two runs fail-fast had cut)
-            stopped = self._stopped(test) or "the run stopped"
+            stopped = self.halts.stopped(test) or "the run stopped"
             self._record(directory, self._unrun(test, "skipped", f"not run: {stopped} ({len(finished)} of "
                                                 f"{repeat} runs made)"), runs)
             return
@@ -352,9 +323,7 @@ class Runner:
         # the time the runs took (each with the attempts and reruns it took), not the time spent waiting for a slot
         result.duration_ms = round(sum(o.spent_ms for o in finished), 3)
         self._record(directory, result, runs)
-        if self.options.fail_fast and result.status in ("failed", "error") and self._stop is None \
-                and adaptive is not None and not test.quarantined(self.options.today):
-            self._stop = "fail-fast: an earlier test failed"  # adaptive runs decide by their sequence, not counts
+        self.halts.test_finished(test, result, adaptive)
 
     async def _run_with_retries(
         self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory,
@@ -362,7 +331,7 @@ class Runner:
     ) -> RunOutcome | None:
         pins_addr = any(agent.addr for agent in test.suite.spec.remote_agents.values())
         async with self._slots, (self._pinned if pins_addr else contextlib.nullcontext()):
-            if self._stopped(test) or self.stopping.signum is not None:
+            if self.halts.stopped(test) or self.stopping.signum is not None:
                 return None
             self.reporter.run_started(test, number, total)
             outcome: RunOutcome | None = None
@@ -373,24 +342,16 @@ class Runner:
                     return None
                 spent += outcome.spent_ms
                 outcome.spent_ms = spent
-                if outcome.result.status != "inconclusive" or outcome.budget_exceeded or self._stopped(test):
+                if outcome.result.status != "inconclusive" or outcome.budget_exceeded or self.halts.stopped(test):
                     break
                 if rerun < test.spec.retries_inconclusive:
                     self.reporter.warning(
                         f"{test.id}: run {number} is inconclusive ({outcome.result.fault_reason}); running it "
                         f"again with a new seed ({rerun + 1} of {test.spec.retries_inconclusive})")
             assert outcome is not None
-            # decided before the slot is released, so no later run slips in after a failure
-            # a skipped run (the agent awaited input nobody gave) is not a failure
-            failed = outcome.result.status in ("failed", "error") and not test.quarantined(self.options.today)
-            if failed:
-                self._failures[test.id] = self._failures.get(test.id, 0) + 1
-            # a repeated test fails by its runs together (`pass_threshold`): fail-fast waits until it cannot pass
-            if self.options.fail_fast and failed and self._stop is None and not self._could_pass(test, total):
-                self._stop = "fail-fast: an earlier test failed"
+            self.halts.run_finished(test, outcome.result, total)
             self.reporter.run_finished(test, outcome.result)
             return outcome
-
 
     async def _load(self, suite: LoadedSuite, tests: list[PlannedTest], directory: RunDirectory,
                     models: ModelRegistry | None, traces: SuiteTraces | None) -> None:
@@ -399,7 +360,7 @@ class Runner:
         from tamesu.engine.load import load_finished, run_load, unreached
 
         runnable = [t for t in tests if not t.spec.skip]
-        if not runnable or suite.spec.load is None or self._stop or suite.name in self._suite_stops \
+        if not runnable or suite.spec.load is None or self.halts.suite_stopped(suite.name) \
                 or self.stopping.signum is not None:
             return
         folder = directory.root / "load" / slug(suite.name)
@@ -425,11 +386,11 @@ class Runner:
             if self.stopping.signum is not None and outcome.result.status == "error":
                 return None  # cut short by Ctrl-C or SIGTERM: no verdict, not an error of the agent's
             if outcome.budget_exceeded:  # no stage goes on spending past the budget
-                self._over_budget(test)
+                self.halts.over_budget(test)
             return outcome
 
         report = await run_load(suite.spec.load, suite.name, runnable, folder, one_run,
-                                lambda: self._stop or self.stopping.reason, unreached(runnable, self.results))
+                                lambda: self.halts.reason or self.stopping.reason, unreached(runnable, self.results))
         try:
             directory.write_json(folder.with_suffix(".json"), report)
         except OSError as exc:
@@ -479,7 +440,7 @@ class Runner:
             for message in outcome.warnings:
                 self.reporter.warning(f"{test.id}: {message}")
             if outcome.budget_exceeded:
-                self._over_budget(test)
+                self.halts.over_budget(test)
             if outcome.result.status != "error" or outcome.budget_exceeded or outcome.result.fault == "suite":
                 break  # `retries` are for infrastructure: the suite's own mistake would come out the same again
         return outcome

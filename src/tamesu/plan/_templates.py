@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from tamesu.errors import Problem, article
 from tamesu.plan._opened import opened_key
@@ -285,16 +285,19 @@ def model_secret_warnings(doc: Document, secrets: Secrets) -> list[Problem]:
 
 def var_problems(test_loc: tuple[object, ...], doc: Document, project_doc: Document | None,
                  layers: tuple[Mapping[str, object], Mapping[str, object], Mapping[str, object]],
-                 case: tuple[int | None, str, Mapping[str, object]] | None, wrong: Mapping[str, str]) -> list[Problem]:
+                 case: tuple[int | None, str, Mapping[str, object]] | None, wrong: Mapping[str, str],
+                 row: Callable[[str, str], Problem] | None = None) -> list[Problem]:
     """Each var's problem (`resolve_vars`) where the var the test sees is written: its case's, the test's, the
     suite's or tamesu.yaml's `vars:` (`layers`: the project's, the suite's, the test's; `case`: its index among
-    the inline cases or None for a cases_file row, its name and vars)."""
+    the inline cases or None for a cases_file row, its name and vars; `row`: a cases_file row's problem at a
+    value of it, in the cases file)."""
     project, suite, own = layers
     said: list[Problem] = []
     for name, why in wrong.items():
         if case is not None and name in case[2]:
             index, case_name, _ = case
             said.append(doc.problem((*test_loc, "cases", index, "vars", name), why) if index is not None else
+                        row(name, why) if row is not None else
                         doc.problem((*test_loc, "cases_file"), f"case {case_name!r}: vars.{name}: {why}"))
         elif name in own:
             said.append(doc.problem((*test_loc, "vars", name), why))

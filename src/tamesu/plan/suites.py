@@ -6,10 +6,10 @@ Every problem in what a user wrote is collected with its position and raised tog
 from __future__ import annotations
 
 import collections
-import dataclasses
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -36,7 +36,7 @@ from tamesu.plan._templates import (
     var_problems,
 )
 from tamesu.plan._typed_vars import typed_assertions
-from tamesu.plan.cases import CasesFileError, read_cases
+from tamesu.plan.cases import CaseRows, CasesFileError, read_case_rows
 from tamesu.plan.model import LoadedSuite, Plan, PlannedTest, Project
 from tamesu.plan.project import (
     ProjectError,
@@ -316,23 +316,24 @@ def _expand_test(
                                     "write a case, or leave cases out"))
         return []
     cases = list(spec.cases)
+    rows: CaseRows | None = None
     if spec.cases_file:
-        cases_loc = (*loc, "cases_file")
         try:
-            cases.extend(read_cases(suite.dir / spec.cases_file))
-        except ValueError as exc:
-            said = exc.messages if isinstance(exc, CasesFileError) else [str(exc)]
-            problems.extend(doc.problem(cases_loc, message) for message in said)
-            if isinstance(exc, CasesFileError) and exc.more:
-                more = doc.problem(cases_loc, f"{Path(spec.cases_file).name}: {exc.more:,} more problems")
-                problems.append(dataclasses.replace(more, count=exc.more))  # counted in "N problems found"
+            rows = read_case_rows(suite.dir / spec.cases_file, label(suite.dir / spec.cases_file))
+        except CasesFileError as exc:  # its rows' problems, where they are written in it (once for its tests)
+            problems.extend(p for p in exc.problems if p not in problems)
             return []
+        except ValueError as exc:  # the file as a whole: where the suite names it
+            problems.append(doc.problem((*loc, "cases_file"), str(exc)))
+            return []
+        cases.extend(rows.cases)
     counted = collections.Counter(c.name for c in cases)  # linear: 20,000 cases, not 20,000 squared
     for name in sorted(n for n, times in counted.items() if times > 1):
-        # where the second is written: an inline case, else the cases_file (a cases_file row has no place here)
+        # where the second is written: an inline case, else its row of the cases file
         second = [i for i, c in enumerate(cases) if c.name == name][1]
-        where = (*loc, "cases", second, "name") if second < len(spec.cases) else (*loc, "cases_file")
-        problems.append(doc.problem(where, f"two cases are named {name!r}"))
+        said = f"two cases are named {name!r}"
+        problems.append(doc.problem((*loc, "cases", second, "name"), said) if second < len(spec.cases) or rows is None
+                        else rows.problem(second - len(spec.cases), "name", said))
 
     layers = (suite.project.spec.vars, suite.spec.vars, spec.vars)
     base_vars = {**layers[0], **layers[1], **layers[2]}
@@ -346,7 +347,8 @@ def _expand_test(
         if wrong:
             case = (number if number < len(spec.cases) else None, case_name or "", cases[number].vars) \
                 if cases else None
-            problems.extend(p for p in var_problems(loc, doc, suite.project.doc, layers, case, wrong)
+            row = None if rows is None or number < len(spec.cases) else partial(rows.problem, number - len(spec.cases))
+            problems.extend(p for p in var_problems(loc, doc, suite.project.doc, layers, case, wrong, row)
                             if p not in problems)
             continue
         body = spec.model_dump(by_alias=True, exclude={"cases", "cases_file", "vars"}, exclude_unset=True)

@@ -1,0 +1,73 @@
+"""A cases file's bad row is said where it is written in the cases file, at its row and value, one line each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_tamesu
+
+SUITE = """\
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/chat" }
+tests:
+  - name: spreadsheet
+    cases_file: data/cases.csv
+    scenario: { script: [ { say: "{{vars.note}} in {{vars.city}}" } ] }
+  - name: exported
+    cases_file: data/cases.json
+    scenario: { script: [ { say: "{{vars.word}}" } ] }
+  - name: unnamed
+    cases_file: data/unnamed.json
+    scenario: { script: [ { say: "{{vars.word}}" } ] }
+  - name: unnamed again
+    cases_file: data/unnamed.json
+    scenario: { script: [ { say: "{{vars.word}}" } ] }
+"""
+
+NO_VAR = "bad template {{vars.nowhere}}: no var 'nowhere' in the test, its cases, the suite or the project"
+
+
+def test_a_cases_files_bad_rows_are_said_at_the_row_and_value_in_it(tmp_path: Path) -> None:
+    # before: every one of them at the suite's `cases_file` key (`s.tamesu.yaml:5:17: tests[0].cases_file: case
+    # 'c1': vars.city: ...`, `... two cases are named 'c1'`, `... unnamed.json item 2 has no name`), said again
+    # for each test that reads the file, and the file's own line and column nowhere
+    (tmp_path / "suites" / "data").mkdir(parents=True)
+    (tmp_path / "suites" / "s.tamesu.yaml").write_text(SUITE)
+    (tmp_path / "suites" / "data" / "cases.csv").write_text(
+        'name,note,city\nc1,"a, quoted, note",{{vars.nowhere}}\nc2,plain,Oslo\nc1,again,Rome\n')
+    (tmp_path / "suites" / "data" / "cases.json").write_text(json.dumps([
+        {"name": "fr", "vars": {"word": "bonjour"}},
+        {"name": "de", "word": "hallo", "vars": {"other": "{{vars.nowhere}}"}},
+        {"name": "fr", "word": "salut"},
+    ], indent=1))
+    (tmp_path / "suites" / "data" / "unnamed.json").write_text('[{"name": "a"},\n {"name": " ", "word": "x"}]')
+    for command in ("validate", "run"):
+        done = run_tamesu([command, "suites/s.tamesu.yaml"], cwd=tmp_path)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "Traceback" not in done.stderr
+        assert sorted(done.stderr.splitlines()) == [
+            "5 problems found",
+            "suites/data/cases.csv:2:22: city: " + NO_VAR,
+            "suites/data/cases.csv:4:1: name: two cases are named 'c1'",
+            "suites/data/cases.json:12:13: [1].vars.other: " + NO_VAR,
+            "suites/data/cases.json:16:11: [2].name: two cases are named 'fr'",
+            "suites/data/unnamed.json:2:11: [1].name: item 2 has no name",  # once, for the two tests reading it
+        ], done.stderr
+
+
+def test_a_whole_files_problem_is_still_said_where_the_suite_names_it(tmp_path: Path) -> None:
+    (tmp_path / "s.tamesu.yaml").write_text(SUITE.replace("data/", ""))
+    (tmp_path / "cases.csv").write_text("order,city\n1,Oslo\n")
+    (tmp_path / "cases.json").write_text('{"name": "fr"}')
+    (tmp_path / "unnamed.json").write_text("[]")
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "s.tamesu.yaml:5:17: tests[0].cases_file: cases.csv needs a header row with a name column (its first row: "
+        "'order,city')",
+        "s.tamesu.yaml:8:17: tests[1].cases_file: cases.json must be a JSON array of objects",
+        "s.tamesu.yaml:11:17: tests[2].cases_file: unnamed.json has no cases: an empty array",
+        "s.tamesu.yaml:14:17: tests[3].cases_file: unnamed.json has no cases: an empty array",
+        "4 problems found",
+    ], done.stderr
