@@ -201,15 +201,23 @@ class BrowserTarget(Target[BrowserSpec]):
 
     async def _last_look(self) -> None:
         """A widget read by its quiet alone, with no greeting configured, is watched for one more message after the
-        last turn (`_chat.last_look`): what it shows is said, and a page that fails meanwhile fails nothing."""
+        last turn (`_chat.last_look`, bounded by turn_timeout): what it shows is said; a page that fails meanwhile,
+        or stops answering past that bound and a few seconds for its round trips, fails nothing and is said too."""
         chat = self.spec.chat
         if chat is None or chat.greeting or chat.done.hidden is not None or chat.done.visible is not None \
                 or self._env is None or self._crashed:
             return
         from tamesu.targets.browser._chat import last_look
 
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(last_look(self._env, chat, self.spec.turn_timeout), self.spec.turn_timeout + 5)
+        spare = 5.0
+        try:
+            await asyncio.wait_for(last_look(self._env, chat, self.spec.turn_timeout), self.spec.turn_timeout + spare)
+        except TimeoutError:
+            self._env.session.event("chat_last_look_failed", reason=f"the page did not answer within turn_timeout "
+                                    f"({self.spec.turn_timeout:g}s) and {spare:g}s more")
+        except Exception as exc:
+            self._env.session.event("chat_last_look_failed",
+                                    reason=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
     async def _trace_agent_origin(self, context: BrowserContext, session: Session) -> None:
         """Stamp requests to the agent's origin with a `traceparent`; routes added later (a step's `mock`)
