@@ -69,6 +69,41 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   stream(asked, 60, 200);
 });
 </script></body></html>""",
+    # greets 1 s after it opens, taking the words meanwhile; its backend answers them 4 s after they are sent, far
+    # later than the look after the last turn watches (the greeting's time from the words, at least 1 s more, and
+    # done.quiet) when the greeting was read as the answer
+    "greets-then-calls.html": """<!doctype html><html><body><button id="open">Chat</button>
+<div id="widget" hidden><div id="log"></div><form id="f"><input id="q"><button>Send</button></form></div>
+<script>""" + _STREAM + """
+document.getElementById("open").addEventListener("click", async () => {
+  document.getElementById("widget").hidden = false;
+  document.getElementById("open").hidden = true;
+  await sleep(1000);
+  say("Hi! I am the shop's assistant.");
+});
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value;
+  input.value = "";
+  await (await fetch("/echo?d=4000&t=text/plain&m=" + encodeURIComponent(asked))).text();
+  say("Answer to " + asked + ".");
+});
+</script></body></html>""",
+    # greets the moment its input has the focus (as the words are typed into it); answers 1 s after them
+    "greets-on-focus.html": """<!doctype html><html><body><div id="log"></div>
+<form id="f"><input id="q"><button>Send</button></form>
+<script>""" + _STREAM + """
+document.getElementById("q").addEventListener("focus", () => {
+  if (!document.querySelector(".msg")) say("Hi! I am the shop's assistant.");
+}, {once: true});
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value;
+  input.value = "";
+  await sleep(1000);
+  say("Answer to " + asked + ".");
+});
+</script></body></html>""",
 }
 
 
@@ -155,4 +190,55 @@ tests:
         # the look, its reading included, ends at turn_timeout: a moment after the turn, not 8 s more
         read_at = result["turns"][0]["agent"]["completed_at_ms"]
         assert unread[0]["at_ms"] - read_at < 8000 + 3000, (test, unread[0]["at_ms"], read_at)
+    assert "along the way: 2 chat turns followed by widget messages no turn read" in output, output
+
+
+def test_a_single_turn_against_a_widget_that_greets_late_says_where_the_answer_went(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """A widget that greets a moment after it opens had its greeting read as the only turn's answer; the answer,
+    fetched by its backend for longer than the greeting took, came after the look that follows the last turn and
+    went unsaid (the test failed on a greeting, nothing saying why). One that greets as its input takes the focus
+    wrote the greeting while the words were typed: no turn had it, unsaid; and with `chat.greeting` its greeting
+    turn waited for a greeting that no focus ever set off (`the agent wrote no greeting ... within 5s`)."""
+    output, rows, run_dir = _run(tmp_path, """
+targets:
+  late:
+    type: browser
+    url: "{{env.PAGES}}greets-then-calls.html"
+    chat: { input: "#q", messages: ".msg.agent", open: "#open" }
+  late-greets:
+    type: browser
+    url: "{{env.PAGES}}greets-then-calls.html"
+    chat: { input: "#q", messages: ".msg.agent", open: "#open", greeting: true }
+  focus:
+    type: browser
+    url: "{{env.PAGES}}greets-on-focus.html"
+    chat: { input: "#q", messages: ".msg.agent" }
+  focus-greets:
+    type: browser
+    url: "{{env.PAGES}}greets-on-focus.html"
+    turn_timeout: 5
+    chat: { input: "#q", messages: ".msg.agent", greeting: true }
+tests:
+  - { name: late, target: late, scenario: { script: [{ say: one }] } }
+  - { name: late-greets, target: late-greets, scenario: { script: [{ say: one }] } }
+  - { name: focus, target: focus, scenario: { script: [{ say: one }] } }
+  - { name: focus-greets, target: focus-greets, scenario: { script: [{ say: one }] } }
+""", pages, shared_chromium)
+    assert {test: row["status"] for test, row in rows.items()} == {
+        "late": "passed", "late-greets": "passed", "focus": "passed", "focus-greets": "passed"}, \
+        ([why(row) for row in rows.values()], output)
+    texts = {test: [turn["agent"]["text"] for turn in _result(run_dir, test)["turns"]] for test in rows}
+    greeting, answer = "Hi! I am the shop's assistant.", "Answer to one."
+    # with chat.greeting, the greeting is the agent's own turn and the answer the answer
+    assert texts["late-greets"] == texts["focus-greets"] == [greeting, answer], texts
+    # without it, where the greeting and the answer went is said
+    assert texts["late"] == [greeting] and texts["focus"] == [answer], texts
+    unread = {test: [e["data"] for e in _result(run_dir, test)["events"] if e["name"] == "chat_unread"]
+              for test in ("late", "focus")}
+    assert [(e["after_turn"], e["messages"]) for e in unread["late"]] == [(1, [answer])], unread
+    assert "set chat.greeting: true" in unread["late"][0]["hint"]
+    assert [(e["after_turn"], e["messages"]) for e in unread["focus"]] == [(0, [greeting])], unread
+    assert "after it opened and before the first words were sent, so no turn has them: a greeting (set " \
+           "chat.greeting: true to have it as the agent's turn 1)" in unread["focus"][0]["hint"]
     assert "along the way: 2 chat turns followed by widget messages no turn read" in output, output

@@ -100,6 +100,7 @@ class BrowserTarget(Target[BrowserSpec]):
             raise InfraError(missing)
         from tamesu.targets.browser import _browser, _watch
         from tamesu.targets.browser._actions import PageEnv, StepFailed, navigate
+        from tamesu.targets.browser._calls import Calls
 
         try:
             browser = await _browser.acquire(headless=self.spec.headless, cdp_url=self.spec.cdp_url)
@@ -136,7 +137,8 @@ class BrowserTarget(Target[BrowserSpec]):
         page.on("crash", self._on_crash)
         _watch.watch(page, session)
         self._env = PageEnv(page=page, context=context, spec=self.spec, session=session, name=self.name,
-                            update_golden=bool(getattr(session, "update_golden", False)))
+                            update_golden=bool(getattr(session, "update_golden", False)),
+                            calls=Calls(page, session.now_ms))
         url = session.context.render_text(self.spec.url)
         session.event("browser_open", url=url, engine=self.spec.engine, version=browser.version)
         try:
@@ -149,7 +151,12 @@ class BrowserTarget(Target[BrowserSpec]):
         first. Here, not in open(): a launcher that is not there fails the test before its first turn, as a
         missing input or send control fails its turn (in open() it was an internal error, exit 3)."""
         await self._open_widget()
-        if self.spec.chat is None or not self.spec.chat.greeting or self._env is None:
+        if self.spec.chat is None or self._env is None:
+            return None
+        if not self.spec.chat.greeting:
+            from tamesu.targets.browser._chat import opened
+
+            await opened(self._env, self.spec.chat)
             return None
         from tamesu.targets.browser._chat import greeting_turn
 

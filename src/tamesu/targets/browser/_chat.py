@@ -4,6 +4,7 @@ messages read back once the widget says the agent has finished."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
@@ -19,6 +20,9 @@ from tamesu.targets.browser._watch import failed_meanwhile
 from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
 
 _POLL = 0.05
+_FOCUS_MS = 1000
+"""How long a greeting turn waits for the chat input to focus it: a widget whose input comes with its greeting has
+none to focus yet."""
 
 _DEEP = """const deepAll = (selector) => {
   const found = [...document.querySelectorAll(selector)];
@@ -139,6 +143,8 @@ async def greeting_turn(env: PageEnv, chat: ChatSpec, timeout: float) -> AgentTu
     started = session.now_ms()
     deadline = asyncio.get_running_loop().time() + timeout
     root = await widget(env, chat)
+    with contextlib.suppress(PlaywrightError):  # a widget may greet once its input has the focus, as a user's click
+        await locate(root, chat.input).first.focus(timeout=_FOCUS_MS)  # gives it; one without an input still greets
     await _more_than(env, root, chat, 0, deadline, timeout, len(session.events), what="greeting")
     first_at = session.now_ms()
     texts, completed = await _answer(env, root, chat, 0, deadline, timeout)
@@ -176,21 +182,62 @@ async def last_look(env: PageEnv, chat: ChatSpec, limit: float) -> None:
     the last turn was read, shows it (a `chat_unread` after the last turn). Watched until as long after the last turn
     was sent as the slowest answer took from the sending of the turn before (each answer's time, were they a turn
     late), half that again (at least a second: an agent's last answer may be slower than its others, a loaded
-    machine later than both), and `done.quiet`. A new message ends the watch at once and is read until quiet; the
-    look, that reading included, takes at most `limit` seconds (as a turn's waits share its turn_timeout): a message
-    still being written then is said as it stands, cut."""
+    machine later than both), and `done.quiet`; past that while a call the page made since the last words were sent
+    is still out, until it ends, and `done.quiet` and a second more. A new message ends the watch at once and is
+    read until quiet; the look, that reading included, takes at most `limit` seconds (as a turn's waits share its
+    turn_timeout): a message still being written then is said as it stands, cut."""
     if env.chat_read is None or env.chat_sent_ms is None:
         return
-    began = asyncio.get_running_loop().time()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
     until = env.chat_sent_ms + env.chat_answer_ms + max(env.chat_answer_ms / 2, _SPARE_MS)
     wait = min(limit, max(0.0, (until - env.session.now_ms()) / 1000) + chat.done.quiet)
     root = await widget(env, chat)
-    try:
-        await _more_than(env, root, chat, env.chat_read, began + wait, wait, len(env.session.events))
-    except TurnError:  # nothing more: each answer was its turn's
-        return
+    if not await _new_message(env, root, chat, began + wait):
+        # a call the page made since the last words were sent, still out, may be fetching the answer they are owed
+        # (a greeting read as the answer, the answer slower than the greeting): waited for, then the message
+        since = env.chat_pressed_ms if env.chat_pressed_ms is not None else env.chat_sent_ms
+        if env.calls is None or not env.calls.out_since(since) or not await env.calls.ended(since, began + limit):
+            return
+        more = min(began + limit, loop.time() + _SPARE_MS / 1000 + chat.done.quiet)
+        if not await _new_message(env, root, chat, more):
+            return  # nothing more: each answer was its turn's
     read = await _read(env, root, chat, env.chat_read, began + limit)
     await _say_unread(env, read.texts, None if read.settled else limit)
+
+
+async def _new_message(env: PageEnv, root: Page | Frame, chat: ChatSpec, deadline: float) -> bool:
+    """Whether the widget shows more than it did when its last answer was read, by `deadline` (the loop's time)."""
+    assert env.chat_read is not None
+    wait = max(0.0, deadline - asyncio.get_running_loop().time())
+    try:
+        await _more_than(env, root, chat, env.chat_read, deadline, wait, len(env.session.events))
+    except TurnError:
+        return False
+    return True
+
+
+async def opened(env: PageEnv, chat: ChatSpec) -> None:
+    """Without `chat.greeting`: how many messages the widget shows once open, so that one it writes before the
+    first words are sent (a greeting a moment after it opens, or once its input has the focus) is said, not
+    silently left to no turn."""
+    try:
+        env.chat_opened = await _count(await widget(env, chat), chat.messages)
+    except (TurnError, PlaywrightError):  # no widget yet: the first turn says what is missing
+        env.chat_opened = None
+
+
+async def _say_greeting_unread(env: PageEnv, root: Page | Frame, chat: ChatSpec, before: int) -> None:
+    """The messages the widget wrote after it opened and before the first words were sent: a greeting no turn reads."""
+    opened_with, env.chat_opened = env.chat_opened, None
+    if opened_with is None or before <= opened_with:
+        return
+    texts = (await _texts(root, chat.messages))[opened_with:before]
+    env.session.event(
+        "chat_unread", after_turn=0, messages=[t[:300] for t in texts],
+        hint=f"the widget wrote {len(texts)} message{'s' if len(texts) != 1 else ''} after it opened and before the "
+             "first words were sent, so no turn has them: a greeting (set chat.greeting: true to have it as the "
+             "agent's turn 1)")
 
 
 async def _texts(page: Page | Frame, selector: Selector) -> list[str]:
@@ -217,6 +264,7 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     # counted once the words are typed: a widget that keeps its input disabled while it answers lets them in only
     # after the last answer, which is then not this turn's
     before = await _count(page, chat.messages)
+    await _say_greeting_unread(env, page, chat, before)
     if env.chat_read is not None and before > env.chat_read:
         await _say_unread(env, (await _texts(page, chat.messages))[env.chat_read:before])
     shown_before = 0
@@ -259,7 +307,7 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     env.chat_read, env.chat_answers = before + len(texts), env.chat_answers + 1
     env.chat_answer_ms = max(env.chat_answer_ms,
                              shown_at - (env.chat_sent_ms if env.chat_sent_ms is not None else handed_at))
-    env.chat_sent_ms = handed_at
+    env.chat_sent_ms, env.chat_pressed_ms = handed_at, sent_at
     if (answer := _without_own_message(session, chat, texts, turn.display())) is not texts:
         texts, first_at = answer, None  # the first new message seen was the user's: the agent's came unseen
     text = "\n".join(texts)
