@@ -104,6 +104,19 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   say("Answer to " + asked + ".");
 });
 </script></body></html>""",
+    # answers 300 ms after the words, then asks its backend for news over and over, each call out for 700 ms
+    "polls.html": """<!doctype html><html><body><div id="log"></div>
+<form id="f"><input id="q"><button>Send</button></form>
+<script>""" + _STREAM + """
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value;
+  input.value = "";
+  await sleep(300);
+  say("Answer to " + asked + ".");
+  for (;;) await (await fetch("/echo?d=700&t=text/plain&m=news")).text();
+});
+</script></body></html>""",
 }
 
 
@@ -199,7 +212,9 @@ def test_a_single_turn_against_a_widget_that_greets_late_says_where_the_answer_w
     fetched by its backend for longer than the greeting took, came after the look that follows the last turn and
     went unsaid (the test failed on a greeting, nothing saying why). One that greets as its input takes the focus
     wrote the greeting while the words were typed: no turn had it, unsaid; and with `chat.greeting` its greeting
-    turn waited for a greeting that no focus ever set off (`the agent wrote no greeting ... within 5s`)."""
+    turn waited for a greeting that no focus ever set off (`the agent wrote no greeting ... within 5s`). The look
+    that waits for the calls the page made since the words were sent waits for those out when its watch ended: a
+    widget that polls its backend sends the next call as one ends, and would keep it until turn_timeout."""
     output, rows, run_dir = _run(tmp_path, """
 targets:
   late:
@@ -219,14 +234,21 @@ targets:
     url: "{{env.PAGES}}greets-on-focus.html"
     turn_timeout: 5
     chat: { input: "#q", messages: ".msg.agent", greeting: true }
+  polls:
+    type: browser
+    url: "{{env.PAGES}}polls.html"
+    turn_timeout: 30
+    chat: { input: "#q", messages: ".msg.agent" }
 tests:
   - { name: late, target: late, scenario: { script: [{ say: one }] } }
   - { name: late-greets, target: late-greets, scenario: { script: [{ say: one }] } }
   - { name: focus, target: focus, scenario: { script: [{ say: one }] } }
   - { name: focus-greets, target: focus-greets, scenario: { script: [{ say: one }] } }
+  - { name: polls, target: polls, scenario: { script: [{ say: one }] } }
 """, pages, shared_chromium)
     assert {test: row["status"] for test, row in rows.items()} == {
-        "late": "passed", "late-greets": "passed", "focus": "passed", "focus-greets": "passed"}, \
+        "late": "passed", "late-greets": "passed", "focus": "passed", "focus-greets": "passed",
+        "polls": "passed"}, \
         ([why(row) for row in rows.values()], output)
     texts = {test: [turn["agent"]["text"] for turn in _result(run_dir, test)["turns"]] for test in rows}
     greeting, answer = "Hi! I am the shop's assistant.", "Answer to one."
@@ -242,3 +264,7 @@ tests:
     assert "after it opened and before the first words were sent, so no turn has them: a greeting (set " \
            "chat.greeting: true to have it as the agent's turn 1)" in unread["focus"][0]["hint"]
     assert "along the way: 2 chat turns followed by widget messages no turn read" in output, output
+    # the look waits for the calls out when its watch ended, not for every call a widget that polls sends after them
+    polls = _result(run_dir, "polls")
+    assert texts["polls"] == [answer] and not [e for e in polls["events"] if e["name"] == "chat_unread"], polls
+    assert polls["duration_ms"] < 15_000, polls["duration_ms"]

@@ -1,6 +1,6 @@
-"""The page's script calls still out (fetch, XHR, an event source), each with when it was sent: a widget whose
-answer a call it made after the user's words still fetches has not written that answer yet, however quiet its
-messages are. A websocket is not one: a widget keeps it open for the whole conversation."""
+"""The page's script calls still out (fetch, XHR), each with when it was sent: a widget whose answer a call it made
+after the user's words still fetches has not written that answer yet, however quiet its messages are. Not a
+websocket nor an event source: a widget may keep one open for the whole conversation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from playwright.async_api import Page, Request
 
-_CALLS = ("fetch", "xhr", "eventsource")
+_CALLS = ("fetch", "xhr")
 _POLL = 0.05
 
 
@@ -28,15 +28,15 @@ class Calls:
     def _ended(self, request: Request) -> None:
         self._out.pop(request, None)
 
-    def out_since(self, since_ms: float) -> list[str]:
-        """The URLs of the calls sent at `since_ms` or later that have not ended."""
-        return [request.url for request, sent in self._out.items() if sent >= since_ms]
+    def out_since(self, since_ms: float) -> list[Request]:
+        """The calls sent at `since_ms` or later that have not ended."""
+        return [request for request, sent in self._out.items() if sent >= since_ms]
 
-    async def ended(self, since_ms: float, deadline: float) -> bool:
-        """Waits for every call sent at `since_ms` or later to end, until `deadline` (the loop's time); whether they
-        did."""
+    async def ended(self, calls: list[Request], deadline: float) -> bool:
+        """Waits for `calls` to end, until `deadline` (the loop's time); whether they did. Only these: a widget that
+        polls sends the next call as one ends."""
         loop = asyncio.get_running_loop()
-        while self.out_since(since_ms):
+        while any(call in self._out for call in calls):
             if loop.time() >= deadline:
                 return False
             await asyncio.sleep(_POLL)

@@ -197,7 +197,8 @@ async def last_look(env: PageEnv, chat: ChatSpec, limit: float) -> None:
         # a call the page made since the last words were sent, still out, may be fetching the answer they are owed
         # (a greeting read as the answer, the answer slower than the greeting): waited for, then the message
         since = env.chat_pressed_ms if env.chat_pressed_ms is not None else env.chat_sent_ms
-        if env.calls is None or not env.calls.out_since(since) or not await env.calls.ended(since, began + limit):
+        out = env.calls.out_since(since) if env.calls is not None else []
+        if not out or env.calls is None or not await env.calls.ended(out, began + limit):
             return
         more = min(began + limit, loop.time() + _SPARE_MS / 1000 + chat.done.quiet)
         if not await _new_message(env, root, chat, more):
