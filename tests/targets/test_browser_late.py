@@ -268,3 +268,25 @@ tests:
     polls = _result(run_dir, "polls")
     assert texts["polls"] == [answer] and not [e for e in polls["events"] if e["name"] == "chat_unread"], polls
     assert polls["duration_ms"] < 15_000, polls["duration_ms"]
+
+
+def test_a_widget_whose_iframe_never_comes_fails_its_first_turn_at_step_timeout_once(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """The count of the widget's messages once it opened (for a greeting written as the first words are typed) waited
+    step_timeout for the widget's iframe, and the first turn waited step_timeout again before it failed."""
+    output, rows, run_dir = _run(tmp_path, """
+targets:
+  frameless:
+    type: browser
+    url: "{{env.PAGES}}streams.html"
+    step_timeout: 5s
+    chat: { input: "#q", messages: ".msg.agent", frame: "iframe[title=Chat]" }
+tests:
+  - { name: frameless, target: frameless, scenario: { script: [{ say: one }] } }
+""", pages, shared_chromium)
+    assert rows["frameless"]["status"] == "failed", output
+    result = _result(run_dir, "frameless")
+    failed = next(e for e in result["events"] if e["name"] == "turn_failed")
+    opened = next(e for e in result["events"] if e["name"] == "browser_open")
+    assert "the chat frame 'iframe[title=Chat]' is not in the page within 5s" in failed["data"]["reason"], failed
+    assert failed["at_ms"] - opened["at_ms"] < 8_500, (failed["at_ms"], opened["at_ms"])

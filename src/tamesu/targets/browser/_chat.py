@@ -20,9 +20,10 @@ from tamesu.targets.browser._watch import failed_meanwhile
 from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
 
 _POLL = 0.05
-_FOCUS_MS = 1000
-"""How long a greeting turn waits for the chat input to focus it: a widget whose input comes with its greeting has
-none to focus yet."""
+_GLANCE_MS = 1000
+"""How long what tamesu does to a widget before its first turn waits for what is not there yet: the chat input the
+greeting turn focuses (a widget whose input comes with its greeting has none yet), the iframe whose messages are
+counted once the widget opened."""
 
 _DEEP = """const deepAll = (selector) => {
   const found = [...document.querySelectorAll(selector)];
@@ -144,7 +145,7 @@ async def greeting_turn(env: PageEnv, chat: ChatSpec, timeout: float) -> AgentTu
     deadline = asyncio.get_running_loop().time() + timeout
     root = await widget(env, chat)
     with contextlib.suppress(PlaywrightError):  # a widget may greet once its input has the focus, as a user's click
-        await locate(root, chat.input).first.focus(timeout=_FOCUS_MS)  # gives it; one without an input still greets
+        await locate(root, chat.input).first.focus(timeout=_GLANCE_MS)  # gives it; one without an input still greets
     await _more_than(env, root, chat, 0, deadline, timeout, len(session.events), what="greeting")
     first_at = session.now_ms()
     texts, completed = await _answer(env, root, chat, 0, deadline, timeout)
@@ -223,8 +224,10 @@ async def opened(env: PageEnv, chat: ChatSpec) -> None:
     first words are sent (a greeting a moment after it opens, or once its input has the focus) is said, not
     silently left to no turn."""
     try:
-        env.chat_opened = await _count(await widget(env, chat), chat.messages)
-    except (TurnError, PlaywrightError):  # no widget yet: the first turn says what is missing
+        # a widget's iframe not there yet is not waited for: the first turn waits, and says it when it never comes
+        root = env.page if chat.frame is None else await find_frame(env.page, chat.frame, _GLANCE_MS)
+        env.chat_opened = await _count(root, chat.messages)
+    except (NoFrame, PlaywrightError):
         env.chat_opened = None
 
 
