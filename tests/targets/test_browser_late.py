@@ -117,6 +117,23 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   for (;;) await (await fetch("/echo?d=700&t=text/plain&m=news")).text();
 });
 </script></body></html>""",
+    # a widget in an iframe that takes itself away 0.9 s after it answered, while the look after the last turn
+    # watches it (the answer 300 ms after the words: the look watches until some 1.7 s after them)
+    "leaves.html": '<!doctype html><html><body><h1>Shop</h1><iframe title="Chat" src="leaving.html"></iframe>'
+                   '</body></html>',
+    "leaving.html": """<!doctype html><html><body><div id="log"></div>
+<form id="f"><input id="q"><button>Send</button></form>
+<script>""" + _STREAM + """
+document.getElementById("f").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = document.getElementById("q"), asked = input.value;
+  input.value = "";
+  await sleep(300);
+  say("Answer to " + asked + ".");
+  await sleep(900);
+  parent.document.querySelector("iframe").remove();
+});
+</script></body></html>""",
 }
 
 
@@ -290,3 +307,24 @@ tests:
     opened = next(e for e in result["events"] if e["name"] == "browser_open")
     assert "the chat frame 'iframe[title=Chat]' is not in the page within 5s" in failed["data"]["reason"], failed
     assert failed["at_ms"] - opened["at_ms"] < 8_500, (failed["at_ms"], opened["at_ms"])
+
+
+def test_a_widget_that_goes_away_during_the_last_look_is_said(
+        tmp_path: Path, pages: str, shared_chromium: str) -> None:
+    """Whatever failed during the look after the last turn (the widget's iframe gone, the page not answering) was
+    swallowed: nothing said the look had not watched. It fails nothing, and is said (`chat_last_look_failed`)."""
+    output, rows, run_dir = _run(tmp_path, """
+targets:
+  leaves:
+    type: browser
+    url: "{{env.PAGES}}leaves.html"
+    step_timeout: 1s
+    chat: { input: "#q", messages: ".msg.agent", frame: "iframe[title=Chat]" }
+tests:
+  - { name: leaves, target: leaves, scenario: { script: [{ say: one }] } }
+""", pages, shared_chromium)
+    assert rows["leaves"]["status"] == "passed", (why(rows["leaves"]), output)
+    result = _result(run_dir, "leaves")
+    assert [turn["agent"]["text"] for turn in result["turns"]] == ["Answer to one."]
+    failed = [e["data"] for e in result["events"] if e["name"] == "chat_last_look_failed"]
+    assert len(failed) == 1 and failed[0]["reason"], result["events"]
