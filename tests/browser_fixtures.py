@@ -3,6 +3,7 @@ session (tamesu attaches to it over CDP, so a test pays no browser start), and a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -72,6 +73,20 @@ def _stop(process: subprocess.Popen[str]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=5)
+
+
+@contextlib.contextmanager
+def served_pages(site: Path, pages: dict[str, str]) -> Iterator[str]:
+    """`pages` (a file name and its text each) written under `site` and served by tests/agents/web_pages.py on a
+    free port while the block runs; its base URL."""
+    for name, text in pages.items():
+        (site / name).write_text(text)
+    server = subprocess.Popen(tied([sys.executable, "-u", str(ROOT / "tests" / "agents" / "web_pages.py"),
+                                    str(site)]), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        yield _read_line(server, r"listening on (\S+)", "stdout", 30)
+    finally:
+        _stop(server)
 
 
 @pytest.fixture(scope="session")

@@ -3,8 +3,10 @@ page and backend are, for the browser target's tests.
 
     python tests/agents/web_pages.py FOLDER      prints `listening on http://127.0.0.1:PORT/` once it serves
 
-GET /echo?m=WORDS&t=TYPE    answers `data: WORDS` (and a blank line) with the Content-Type TYPE (default
-                            text/event-stream): a widget's backend that streams back what it was sent.
+GET /echo?m=WORDS&t=TYPE&d=MS
+                            answers `data: WORDS` (and a blank line) with the Content-Type TYPE (default
+                            text/event-stream) after MS milliseconds (default 0): a widget's backend that streams
+                            back what it was sent, as slowly as a model answers.
 GET /hang...                never answers (a resource that keeps the page's load event from firing).
 Anything else               the file under FOLDER.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -26,6 +29,7 @@ class _Pages(SimpleHTTPRequestHandler):
         parts = urlsplit(self.path)
         if parts.path == "/echo":
             query = parse_qs(parts.query)
+            time.sleep(int(query.get("d", ["0"])[0]) / 1000)
             body = ("data: " + query.get("m", [""])[0] + "\n\n").encode()
             self.send_response(200)
             self.send_header("Content-Type", query.get("t", ["text/event-stream"])[0])

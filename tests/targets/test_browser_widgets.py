@@ -7,7 +7,6 @@ import json
 import re
 import socket
 import subprocess
-import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from browser_fixtures import ROOT, shared_chromium, skip_without_browser
+from browser_fixtures import ROOT, served_pages, shared_chromium, skip_without_browser
 from conftest import run_tamesu, why
-from lifeline import tied
 from model_servers import OpenAIServer, tool_call
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -178,20 +176,8 @@ document.getElementById("f").addEventListener("submit", async (event) => {
 def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The pages above under tests/agents/web_pages.py on a free port; its base URL."""
     skip_without_browser()
-    site = tmp_path_factory.mktemp("pages")
-    for name, text in _PAGES.items():
-        (site / name).write_text(text)
-    server = subprocess.Popen(tied([sys.executable, "-u", str(ROOT / "tests" / "agents" / "web_pages.py"),
-                                    str(site)]), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert server.stdout is not None
-        line = server.stdout.readline()
-        found = re.search(r"listening on (\S+)", line)
-        assert found, line
-        yield found.group(1)
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with served_pages(tmp_path_factory.mktemp("pages"), _PAGES) as url:
+        yield url
 
 
 def _run(tmp_path: Path, suite: str, pages: str, cdp: str, env: dict[str, str] | None = None

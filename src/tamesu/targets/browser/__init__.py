@@ -100,6 +100,7 @@ class BrowserTarget(Target[BrowserSpec]):
             raise InfraError(missing)
         from tamesu.targets.browser import _browser, _watch
         from tamesu.targets.browser._actions import PageEnv, StepFailed, navigate
+        from tamesu.targets.browser._calls import Calls
 
         try:
             browser = await _browser.acquire(headless=self.spec.headless, cdp_url=self.spec.cdp_url)
@@ -136,7 +137,8 @@ class BrowserTarget(Target[BrowserSpec]):
         page.on("crash", self._on_crash)
         _watch.watch(page, session)
         self._env = PageEnv(page=page, context=context, spec=self.spec, session=session, name=self.name,
-                            update_golden=bool(getattr(session, "update_golden", False)))
+                            update_golden=bool(getattr(session, "update_golden", False)),
+                            calls=Calls(page, session.now_ms))
         url = session.context.render_text(self.spec.url)
         session.event("browser_open", url=url, engine=self.spec.engine, version=browser.version)
         try:
@@ -149,7 +151,12 @@ class BrowserTarget(Target[BrowserSpec]):
         first. Here, not in open(): a launcher that is not there fails the test before its first turn, as a
         missing input or send control fails its turn (in open() it was an internal error, exit 3)."""
         await self._open_widget()
-        if self.spec.chat is None or not self.spec.chat.greeting or self._env is None:
+        if self.spec.chat is None or self._env is None:
+            return None
+        if not self.spec.chat.greeting:
+            from tamesu.targets.browser._chat import opened
+
+            await opened(self._env, self.spec.chat)
             return None
         from tamesu.targets.browser._chat import greeting_turn
 
@@ -201,15 +208,23 @@ class BrowserTarget(Target[BrowserSpec]):
 
     async def _last_look(self) -> None:
         """A widget read by its quiet alone, with no greeting configured, is watched for one more message after the
-        last turn (`_chat.last_look`): what it shows is said, and a page that fails meanwhile fails nothing."""
+        last turn (`_chat.last_look`, bounded by turn_timeout): what it shows is said; a page that fails meanwhile,
+        or stops answering past that bound and a few seconds for its round trips, fails nothing and is said too."""
         chat = self.spec.chat
         if chat is None or chat.greeting or chat.done.hidden is not None or chat.done.visible is not None \
                 or self._env is None or self._crashed:
             return
         from tamesu.targets.browser._chat import last_look
 
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(last_look(self._env, chat, self.spec.turn_timeout), self.spec.turn_timeout + 5)
+        spare = 5.0
+        try:
+            await asyncio.wait_for(last_look(self._env, chat, self.spec.turn_timeout), self.spec.turn_timeout + spare)
+        except TimeoutError:
+            self._env.session.event("chat_last_look_failed", reason=f"the page did not answer within turn_timeout "
+                                    f"({self.spec.turn_timeout:g}s) and {spare:g}s more")
+        except Exception as exc:
+            self._env.session.event("chat_last_look_failed",
+                                    reason=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
     async def _trace_agent_origin(self, context: BrowserContext, session: Session) -> None:
         """Stamp requests to the agent's origin with a `traceparent`; routes added later (a step's `mock`)

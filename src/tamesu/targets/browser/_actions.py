@@ -22,6 +22,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.targets.browser._browser import _first_line
+from tamesu.targets.browser._calls import Calls
 from tamesu.targets.browser._frames import NoFrame, find_frame, iframe_hint
 from tamesu.targets.browser.spec import ActionStep, BrowserSpec, RoleSelector, Selector, selector_text
 
@@ -51,6 +52,12 @@ class PageEnv:
     """How many of the widget's answers were read (its greeting too)."""
     chat_sent_ms: float | None = None
     """When the widget had the last turn's words (its send control clicked; None before the first)."""
+    chat_pressed_ms: float | None = None
+    """When the last turn's send control was clicked (or Enter pressed): its calls are sent from then on."""
+    calls: Calls | None = None
+    """The page's script calls still out, for a look that must know whether an answer is still on its way."""
+    chat_opened: int | None = None
+    """How many messages the chat widget showed once it was opened (None: not counted, or read since)."""
     chat_answer_ms: float = 0.0
     """The longest an answer took to show from when the widget had the turn before's words (the first turn's own,
     for the first): a widget whose late greeting was read as turn 1's answer shows each answer about that long

@@ -4,7 +4,9 @@ messages read back once the widget says the agent has finished."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Locator, Page
@@ -18,6 +20,10 @@ from tamesu.targets.browser._watch import failed_meanwhile
 from tamesu.targets.browser.spec import ChatSpec, Selector, selector_text
 
 _POLL = 0.05
+_GLANCE_MS = 1000
+"""How long what tamesu does to a widget before its first turn waits for what is not there yet: the chat input the
+greeting turn focuses (a widget whose input comes with its greeting has none yet), the iframe whose messages are
+counted once the widget opened."""
 
 _DEEP = """const deepAll = (selector) => {
   const found = [...document.querySelectorAll(selector)];
@@ -47,18 +53,21 @@ _MORE_THAN = "([selector, count]) => { " + _DEEP + _SAID + """
 }"""
 _NEW_SAID = "(elements, count) => { " + _SAID + " return elements.length > count && elements.slice(count).some(said); }"
 _COUNT = "(selector) => { " + _DEEP + " return deepAll(selector).length; }"
-_SETTLE = """async ([selector, from, quiet, every]) => {
+_SETTLE = """async ([selector, from, quiet, every, budget]) => {
 """ + _DEEP + """
   const read = () => deepAll(selector).slice(from).map((e) => e.innerText);
-  let last = JSON.stringify(read()), since = performance.now();
+  const start = performance.now();
+  let last = JSON.stringify(read()), since = start;
   for (;;) {
     await new Promise((resolve) => setTimeout(resolve, every));
-    const now = JSON.stringify(read());
-    if (now !== last) { last = now; since = performance.now(); }
-    else if (performance.now() - since >= quiet) return {texts: JSON.parse(now), quiet_ms: performance.now() - since};
+    const now = JSON.stringify(read()), at = performance.now();
+    if (now !== last) { last = now; since = at; }
+    else if (at - since >= quiet) return {texts: JSON.parse(now), quiet_ms: at - since, settled: true};
+    if (at - start >= budget) return {texts: JSON.parse(now), quiet_ms: at - since, settled: false};
   }
 }"""
-"""The new messages once unchanged for `quiet` ms, and how long ago they last changed (the turn ended then)."""
+"""The new messages once unchanged for `quiet` ms, and how long ago they last changed (the turn ended then); or,
+still changing after `budget` ms, as they stand then (the page's loop ends with the wait, not with the page)."""
 
 _MARK_SHOWN = """(elements) => {
   const shown = (e) => e.isConnected && e.getClientRects().length > 0 && e.checkVisibility({visibilityProperty: true});
@@ -135,26 +144,33 @@ async def greeting_turn(env: PageEnv, chat: ChatSpec, timeout: float) -> AgentTu
     started = session.now_ms()
     deadline = asyncio.get_running_loop().time() + timeout
     root = await widget(env, chat)
+    with contextlib.suppress(PlaywrightError):  # a widget may greet once its input has the focus, as a user's click
+        await locate(root, chat.input).first.focus(timeout=_GLANCE_MS)  # gives it; one without an input still greets
     await _more_than(env, root, chat, 0, deadline, timeout, len(session.events), what="greeting")
     first_at = session.now_ms()
-    texts, completed = await _read(env, root, chat, 0, deadline, timeout)
+    texts, completed = await _answer(env, root, chat, 0, deadline, timeout)
     env.chat_read, env.chat_answers = len(texts), 1
     return AgentTurn(text="\n".join(texts), response={"messages": texts, "url": env.page.url},
                      raw=[{"messages": texts}], sent_at_ms=started, first_token_at_ms=first_at,
                      completed_at_ms=completed)
 
 
-async def _say_unread(env: PageEnv, root: Page | Frame, chat: ChatSpec, before: int) -> None:
+async def _say_unread(env: PageEnv, texts: list[str], cut_s: float | None = None) -> None:
     """Messages the widget wrote after the last turn was read belong to no turn: said, with what usually causes
-    them, since the answers that follow are then each read one turn late or not at all."""
-    if env.chat_read is None or before <= env.chat_read:
+    them, since the answers that follow are then each read one turn late or not at all. `cut_s`: the last of them
+    was still being written when the look after the last turn ended, that many seconds after it began."""
+    if not texts:
         return
-    texts = (await _texts(root, chat.messages))[env.chat_read:before]
-    env.session.event(
-        "chat_unread", after_turn=env.chat_answers, messages=[t[:300] for t in texts],
-        hint=f"the widget wrote {len(texts)} message{'s' if len(texts) != 1 else ''} after turn {env.chat_answers} "
-             "was read, so no turn has them: a greeting it writes once it opens (set chat.greeting: true), or an "
-             "answer that pauses longer than done.quiet (set done.hidden or done.visible)")
+    hint = f"the widget wrote {len(texts)} message{'s' if len(texts) != 1 else ''} after turn {env.chat_answers} " \
+           "was read, so no turn has them: a greeting it writes once it opens (set chat.greeting: true), or an " \
+           "answer that pauses longer than done.quiet (set done.hidden or done.visible)"
+    cut: dict[str, object] = {}
+    if cut_s is not None:
+        cut = {"cut": True, "limit_s": cut_s}
+        hint += f"; the last was still being written when the look after the last turn ended, turn_timeout " \
+                f"({cut_s:g}s) after it began: it is cut there, as the widget showed it then"
+    env.session.event("chat_unread", after_turn=env.chat_answers, messages=[t[:300] for t in texts], hint=hint,
+                      **cut)
 
 
 _SPARE_MS = 1000.0
@@ -167,19 +183,65 @@ async def last_look(env: PageEnv, chat: ChatSpec, limit: float) -> None:
     the last turn was read, shows it (a `chat_unread` after the last turn). Watched until as long after the last turn
     was sent as the slowest answer took from the sending of the turn before (each answer's time, were they a turn
     late), half that again (at least a second: an agent's last answer may be slower than its others, a loaded
-    machine later than both), and `done.quiet`; at most `limit` seconds. A new message ends the look at once."""
+    machine later than both), and `done.quiet`; past that while a call the page made since the last words were sent
+    is still out, until it ends, and `done.quiet` and a second more. A new message ends the watch at once and is
+    read until quiet; the look, that reading included, takes at most `limit` seconds (as a turn's waits share its
+    turn_timeout): a message still being written then is said as it stands, cut."""
     if env.chat_read is None or env.chat_sent_ms is None:
         return
+    loop = asyncio.get_running_loop()
+    began = loop.time()
     until = env.chat_sent_ms + env.chat_answer_ms + max(env.chat_answer_ms / 2, _SPARE_MS)
     wait = min(limit, max(0.0, (until - env.session.now_ms()) / 1000) + chat.done.quiet)
     root = await widget(env, chat)
-    deadline = asyncio.get_running_loop().time() + wait
+    if not await _new_message(env, root, chat, began + wait):
+        # a call the page made since the last words were sent, still out, may be fetching the answer they are owed
+        # (a greeting read as the answer, the answer slower than the greeting): waited for, then the message
+        since = env.chat_pressed_ms if env.chat_pressed_ms is not None else env.chat_sent_ms
+        out = env.calls.out_since(since) if env.calls is not None else []
+        if not out or env.calls is None or not await env.calls.ended(out, began + limit):
+            return
+        more = min(began + limit, loop.time() + _SPARE_MS / 1000 + chat.done.quiet)
+        if not await _new_message(env, root, chat, more):
+            return  # nothing more: each answer was its turn's
+    read = await _read(env, root, chat, env.chat_read, began + limit)
+    await _say_unread(env, read.texts, None if read.settled else limit)
+
+
+async def _new_message(env: PageEnv, root: Page | Frame, chat: ChatSpec, deadline: float) -> bool:
+    """Whether the widget shows more than it did when its last answer was read, by `deadline` (the loop's time)."""
+    assert env.chat_read is not None
+    wait = max(0.0, deadline - asyncio.get_running_loop().time())
     try:
         await _more_than(env, root, chat, env.chat_read, deadline, wait, len(env.session.events))
-    except TurnError:  # nothing more: each answer was its turn's
+    except TurnError:
+        return False
+    return True
+
+
+async def opened(env: PageEnv, chat: ChatSpec) -> None:
+    """Without `chat.greeting`: how many messages the widget shows once open, so that one it writes before the
+    first words are sent (a greeting a moment after it opens, or once its input has the focus) is said, not
+    silently left to no turn."""
+    try:
+        # a widget's iframe not there yet is not waited for: the first turn waits, and says it when it never comes
+        root = env.page if chat.frame is None else await find_frame(env.page, chat.frame, _GLANCE_MS)
+        env.chat_opened = await _count(root, chat.messages)
+    except (NoFrame, PlaywrightError):
+        env.chat_opened = None
+
+
+async def _say_greeting_unread(env: PageEnv, root: Page | Frame, chat: ChatSpec, before: int) -> None:
+    """The messages the widget wrote after it opened and before the first words were sent: a greeting no turn reads."""
+    opened_with, env.chat_opened = env.chat_opened, None
+    if opened_with is None or before <= opened_with:
         return
-    texts, _ = await _read(env, root, chat, env.chat_read, asyncio.get_running_loop().time() + limit, limit)
-    await _say_unread(env, root, chat, env.chat_read + len(texts))
+    texts = (await _texts(root, chat.messages))[opened_with:before]
+    env.session.event(
+        "chat_unread", after_turn=0, messages=[t[:300] for t in texts],
+        hint=f"the widget wrote {len(texts)} message{'s' if len(texts) != 1 else ''} after it opened and before the "
+             "first words were sent, so no turn has them: a greeting (set chat.greeting: true to have it as the "
+             "agent's turn 1)")
 
 
 async def _texts(page: Page | Frame, selector: Selector) -> list[str]:
@@ -206,7 +268,9 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     # counted once the words are typed: a widget that keeps its input disabled while it answers lets them in only
     # after the last answer, which is then not this turn's
     before = await _count(page, chat.messages)
-    await _say_unread(env, page, chat, before)
+    await _say_greeting_unread(env, page, chat, before)
+    if env.chat_read is not None and before > env.chat_read:
+        await _say_unread(env, (await _texts(page, chat.messages))[env.chat_read:before])
     shown_before = 0
     if chat.done.visible is not None:
         shown_before = await _mark_shown(page, chat.done.visible)
@@ -243,11 +307,11 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
                         "element while the agent answered: is the selector right?")
     if chat.done.visible is not None:
         await _shown_again(page, chat.done.visible, shown_before, deadline, timeout)
-    texts, completed = await _read(env, page, chat, before, deadline, timeout)
+    texts, completed = await _answer(env, page, chat, before, deadline, timeout)
     env.chat_read, env.chat_answers = before + len(texts), env.chat_answers + 1
     env.chat_answer_ms = max(env.chat_answer_ms,
                              shown_at - (env.chat_sent_ms if env.chat_sent_ms is not None else handed_at))
-    env.chat_sent_ms = handed_at
+    env.chat_sent_ms, env.chat_pressed_ms = handed_at, sent_at
     if (answer := _without_own_message(session, chat, texts, turn.display())) is not texts:
         texts, first_at = answer, None  # the first new message seen was the user's: the agent's came unseen
     text = "\n".join(texts)
@@ -255,19 +319,42 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
                      sent_at_ms=sent_at, first_token_at_ms=first_at, completed_at_ms=completed)
 
 
-async def _read(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: int, deadline: float, timeout: float
-                ) -> tuple[list[str], float]:
-    """The messages after the first `before` once quiet for `done.quiet`, and when they last changed."""
+class _Read(NamedTuple):
+    texts: list[str]
+    completed_ms: float
+    """When they last changed."""
+    settled: bool
+    """False: still changing when the wait ended; `texts` are what the widget showed then."""
+
+
+_ROUND_TRIP = 5.0
+"""What a read inside the page may take past its own bound before the page counts as one that stopped answering."""
+
+
+async def _read(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: int, deadline: float) -> _Read:
+    """The messages after the first `before` once quiet for `done.quiet`, or as they stand at `deadline`."""
     session = env.session
     if not isinstance(chat.messages, str):
         return await _quiet(locate(page, chat.messages), before, chat.done.quiet, deadline, session.now_ms)
     remaining = max(0.1, deadline - asyncio.get_running_loop().time())
     try:
         settled = await asyncio.wait_for(page.evaluate(_SETTLE, [chat.messages, before, chat.done.quiet * 1000,
-                                                                 int(_POLL * 1000)]), remaining)
+                                                                 int(_POLL * 1000), remaining * 1000]),
+                                         remaining + _ROUND_TRIP)
     except TimeoutError:
-        raise TurnError(f"the agent's messages kept changing for {timeout:g}s", limit_s=timeout) from None
-    return [" ".join(t.split()) for t in settled["texts"]], session.now_ms() - float(settled["quiet_ms"])
+        raise TurnError(f"the widget's messages could not be read: the page did not answer for "
+                        f"{remaining + _ROUND_TRIP:g}s") from None
+    return _Read([" ".join(t.split()) for t in settled["texts"]], session.now_ms() - float(settled["quiet_ms"]),
+                 bool(settled["settled"]))
+
+
+async def _answer(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: int, deadline: float, timeout: float
+                  ) -> tuple[list[str], float]:
+    """A turn's new messages once quiet, and when they last changed; still changing at its deadline, it fails."""
+    read = await _read(env, page, chat, before, deadline)
+    if not read.settled:
+        raise TurnError(f"the agent's messages kept changing for {timeout:g}s", limit_s=timeout)
+    return read.texts, read.completed_ms
 
 
 async def _more_than(env: PageEnv, page: Page | Frame, chat: ChatSpec, before: int, deadline: float,
@@ -350,9 +437,10 @@ async def _shown_again(page: Page | Frame, selector: Selector, shown_before: int
 
 
 async def _quiet(messages: object, before: int, quiet: float, deadline: float,
-                 now_ms: Callable[[], float]) -> tuple[list[str], float]:
+                 now_ms: Callable[[], float]) -> _Read:
     """The new messages once they stopped changing for `quiet` seconds (streamed answers grow word by word),
-    and when they last changed: the agent's turn ended then, not when the quiet period did."""
+    and when they last changed: the agent's turn ended then, not when the quiet period did. Past `deadline`,
+    as they stand, unsettled (a widget that writes more at each poll was read on and on)."""
     loop = asyncio.get_running_loop()
     last: list[str] | None = None
     stable_since = loop.time()
@@ -365,6 +453,8 @@ async def _quiet(messages: object, before: int, quiet: float, deadline: float,
         now = loop.time()
         if texts != last:
             last, stable_since, changed_at = texts, now, now_ms()
-        elif now - stable_since >= quiet or now > deadline:
-            return texts, changed_at
+        elif now - stable_since >= quiet:
+            return _Read(texts, changed_at, True)
+        if now > deadline:
+            return _Read(texts, changed_at, False)
         await asyncio.sleep(_POLL)

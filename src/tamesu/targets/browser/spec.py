@@ -174,13 +174,24 @@ class ExpectStep(Strict):
 class ActionStep(Strict):
     action: Literal["navigate", "click", "fill", "press", "wait", "screenshot", "eval_js", "assert_url",
                     "assert_text", "mock", "a11y", "visual"]
+    """What the step does (docs/targets/browser.md says each); the keys below apply to the actions they name."""
     selector: Selector | None = None
+    """The element the step acts on or looks at: a CSS selector, or `{ role, name }`; it must match one."""
     value: str | None = None
+    """fill: the text typed into the element (what was there is replaced)."""
     key: str | None = None
+    """press: a key as Playwright names it (`Enter`, `Tab`, `Control+A`), in `selector` or wherever the focus is."""
     url: str | None = None
+    """navigate: the page to open; assert_url: the URL the page must be at, exact or a glob (`*` within a segment,
+    `**` across); wait: a URL (or glob) to reach; mock: the requests to answer (a URL, or Playwright's glob)."""
     text: str | None = None
+    """assert_text: words the page (or `selector`) must hold; wait: words to be shown (a substring either way,
+    case-insensitive)."""
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]+$")
+    """screenshot: the file's name (`screenshots/NAME.png`; default `step-NN`); visual: the baseline's
+    (`__visual__/NAME.png`)."""
     script: str | None = None
+    """eval_js: JavaScript evaluated in the page (or `frame`); its value is the step's `$.result`."""
     frame: str | None = None
     """A CSS selector of the iframe the step works in (`iframe[title='Payment']`), as `chat.frame`: its `selector`,
     `text` or `script` is looked for in that iframe's document (from any origin)."""
@@ -189,19 +200,27 @@ class ActionStep(Strict):
     ms: int | None = Field(None, ge=0, le=600_000)
     """wait: a fixed pause (only when no selector, text or url is waited for)."""
     full_page: bool = False
+    """screenshot, visual: the whole page, not only the viewport (without a `selector`)."""
     # mock
     status: int = Field(200, ge=100, le=599)
+    """mock: the status of the answer."""
     json_: object = Field(None, alias="json")
+    """mock: a JSON body (content type `application/json`); one of json, body or file."""
     body: str | None = None
+    """mock: a text body (content type `text/plain`)."""
     file: str | None = None
+    """mock: a file whose bytes are the body, relative to the suite."""
     content_type: str | None = None
+    """mock: the answer's Content-Type, instead of the one json or body implies."""
     method: str | None = None
+    """mock: only requests with this method (`POST`); default every method."""
     # a11y
     impact: Literal["minor", "moderate", "serious", "critical"] = "serious"
     """The lowest impact of an axe violation that fails the step."""
     rules: list[str] = Field(default_factory=list)
     """Only these axe rules (ids such as `label`, `color-contrast`); empty: every rule axe has."""
     disable: list[str] = Field(default_factory=list)
+    """axe rules not checked (`color-contrast`)."""
     aria: str | None = None
     """An aria snapshot (YAML) the page's `selector` (default body) must match."""
     # visual
