@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -99,9 +100,9 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
                 findings.append((None, f"target {name} ({target.type}): its url is made during the run, not "
                                        "checked here"))
                 continue
-        if url in seen:
+        if (key := _check_key(url, target)) in seen:
             continue
-        seen.add(url)
+        seen.add(key)
         shown = plan.secrets.redactor.text(url)
         problem = await _reachable(url)
         if problem is None and target.type == "a2a":
@@ -127,6 +128,15 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         findings.append((problem is None or None, f"target {name} ({target.type}) at {shown}: "
                          f"{'reachable (TCP)' if problem is None else problem}"))
     return findings
+
+
+def _check_key(url: str, target: TargetSpec) -> str:
+    """What one check of a target's url depends on: the url alone for a TCP connect, and for an a2a target what
+    opening it reads (the binding asked for, the credentials the extended card needs, the skill it must offer),
+    so two targets of one url that a run opens differently are each checked."""
+    shaping = {"transport", "headers", "skill", "tls", "session"} if target.type == "a2a" else {"tls"}
+    return json.dumps([url, target.type, target.model_dump(mode="json", include=shaping)], sort_keys=True,
+                      default=str)
 
 
 async def _jsonl_findings(paths: list[Path], config: Path | None) -> list[Finding]:
