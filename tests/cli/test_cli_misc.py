@@ -241,3 +241,18 @@ def test_init_keeps_secrets_and_runs_out_of_the_repository(tmp_path: Path, tames
     tracked = sorted(line[3:] for line in status.splitlines())
     assert not [p for p in tracked if p == ".env" or p.startswith("tamesu-runs/") or "store.db" in p], tracked
     assert "tamesu.yaml" in tracked and ".tamesu/schema/suite.schema.json" in tracked
+
+
+def test_doctor_checks_the_models_of_a_project_with_no_suite_yet(tmp_path: Path, tamesu) -> None:
+    # the models page's tamesu.yaml, written before any suite: doctor said only that no suite matched, and
+    # checked none of the models the page says it checks
+    from ports import refused_port
+
+    port = refused_port()
+    (tmp_path / "tamesu.yaml").write_text(
+        f'models:\n  local: {{ provider: openai, model: m, base_url: "http://127.0.0.1:{port}/v1" }}\n')
+    result = tamesu(["doctor"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout
+    assert "FAIL  tamesu.yaml:1:1: no suite files match suites/*.yaml, **/*.tamesu.yaml" in result.stdout
+    assert f"FAIL  models.local (openai:m): openai:m: 127.0.0.1:{port} not reachable" in result.stdout, result.stdout
+    assert "0 tests in 0 suites validate" not in result.stdout, result.stdout  # beside the FAIL, it read as fine

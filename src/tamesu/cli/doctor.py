@@ -43,6 +43,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     from tamesu.plan import load_plan
 
     findings: list[Finding] = []
+    no_suite = False
     version = sys.version_info
     findings.append((version >= (3, 11), f"Python {version.major}.{version.minor}.{version.micro}"))
     for module, purpose in (("a2a", "A2A targets"), ("mcp", "MCP targets"), ("openai", "OpenAI models"),
@@ -61,16 +62,23 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         from tamesu.plan.suites import NOT_A_SUITE
 
         cases_only = all(p.message.startswith(NOT_A_SUITE) for p in exc.problems)
+        # a project with no suite yet (its models written first, as the models page does) is still checked
+        no_suite = not paths and all(p.message.startswith("no suite files match") for p in exc.problems)
         if not cases_only:
             findings.extend((False, str(p)) for p in exc.problems)
-            return findings
+            if not no_suite:
+                return findings
         # a project whose `suites` are JSONL cases only (`tamesu test` runs them): its models, store and
         # targets are checked all the same (doctor stopped at the first JSONL file)
-        plan = _project_only(paths, config)
+        try:
+            plan = _project_only(paths, config)
+        except ConfigError as again:
+            findings.extend((False, str(p)) for p in again.problems if str(p) not in {str(q) for q in exc.problems})
+            return findings
     where = plan.project.path or "none (defaults)"
     findings.append((True, f"project file: {where}"))
     cases = await _jsonl_findings(paths, config)
-    if plan.suites or not cases:
+    if plan.suites or not (cases or no_suite):  # no suite: said above, as a FAIL
         findings.append((True, f"{count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')} "
                                "validate"))
     findings.extend(cases)
