@@ -93,3 +93,16 @@ def test_the_plugin_pages_demo_report_file_and_target_keys_are_the_codes() -> No
     brings = re.search(r"deriving from `TargetSpec`, which brings\s+(.*?)\)", text, re.S)
     assert brings, "the page lists the keys TargetSpec brings"
     assert re.findall(r"`(\w+)`", brings.group(1)) == list(TargetSpec.model_fields)
+
+
+def test_the_remote_agents_page_runs_its_example_with_the_token_the_example_asks_for() -> None:
+    # the page showed the orchestrator suite and never said that an example of it runs offline, nor how
+    import yaml
+
+    text = DOCS.joinpath("remote-agents.md").read_text(encoding="utf-8")
+    run = re.search(r"SHIPPING_AGENT_TOKEN=(\S+) python examples/orchestrator/agent\.py --port (\d+) &.*\n"
+                    r"ORCHESTRATOR_URL=http://127\.0\.0\.1:(\d+)/a2a tamesu run examples/orchestrator\n", text)
+    assert run and run.group(2) == run.group(3), "the page starts the example's orchestrator and runs its suite"
+    suite = yaml.safe_load((DOCS.parent / "examples" / "orchestrator" / "orchestrator.tamesu.yaml").read_text())
+    assert suite["vars"]["shipping_token"] == run.group(1)
+    assert suite["remote_agents"]["shipping"]["token"] == "{{vars.shipping_token}}"
