@@ -132,6 +132,22 @@ def test_doctor_checks_template_urls_and_a_project_of_jsonl_cases(tmp_path: Path
     assert "0 tests in 0 suites" not in result.stdout, result.stdout
 
 
+def test_doctor_says_a_url_of_an_unset_variable_is_not_the_runs_to_make(tmp_path: Path, tamesu) -> None:
+    # before: beside the FAIL of the unset variable, the target's line said its url "is made during the run",
+    # which a reader took for fine (a url of a session capture or a remote agent is made then; this one never is)
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  shop: { type: a2a, url: '{{env.SHOP_A2A_URL}}' }
+tests: [ { name: t, target: shop, scenario: { script: [ { say: hi } ] } } ]
+""")
+    result = tamesu(["doctor", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "FAIL  suite.yaml:2:27: targets.shop.url: environment variable SHOP_A2A_URL is not set" in result.stdout
+    assert "warn  target shop (a2a): not checked: its url's {{env.SHOP_A2A_URL}} has no value\n" in result.stdout, \
+        result.stdout
+    assert "made during the run" not in result.stdout, result.stdout
+
+
 def _grpc_server(health: bytes | None) -> Any:
     """A gRPC server on 127.0.0.1: with `health`, grpc.health.v1's Check answering those bytes; else serving
     nothing."""

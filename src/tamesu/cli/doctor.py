@@ -102,7 +102,10 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
             # (a session's capture, a remote agent's port) is said, not skipped without a word
             try:
                 url = context.render_text(url)
-            except TemplateError:
+            except TemplateError as exc:
+                if exc.expr is not None:  # a variable or secret with no value (its FAIL is above), not the run's
+                    findings.append((None, f"target {name} ({target.type}): not checked: its url's {exc}"))
+                    continue
                 url = ""
             if not url or "{{" in url:
                 findings.append((None, f"target {name} ({target.type}): its url is made during the run, not "
