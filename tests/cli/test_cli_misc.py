@@ -138,6 +138,7 @@ def test_doctor_says_a_url_of_an_unset_variable_is_not_the_runs_to_make(tmp_path
     (tmp_path / "suite.yaml").write_text("""\
 targets:
   shop: { type: a2a, url: '{{env.SHOP_A2A_URL}}' }
+  tools: { type: mcp, command: '{{env.MCP_SERVER}}', model: 'fake:x' }
 tests: [ { name: t, target: shop, scenario: { script: [ { say: hi } ] } } ]
 """)
     result = tamesu(["doctor", "suite.yaml"], cwd=tmp_path)
@@ -145,6 +146,7 @@ tests: [ { name: t, target: shop, scenario: { script: [ { say: hi } ] } } ]
     assert "FAIL  suite.yaml:2:27: targets.shop.url: environment variable SHOP_A2A_URL is not set" in result.stdout
     assert "warn  target shop (a2a): not checked: its url's {{env.SHOP_A2A_URL}} has no value\n" in result.stdout, \
         result.stdout
+    assert "warn  target tools (mcp): not checked: its command's {{env.MCP_SERVER}} has no value\n" in result.stdout
     assert "made during the run" not in result.stdout, result.stdout
 
 

@@ -207,7 +207,9 @@ def _command(name: str, target: TargetSpec, context: Context, folder: Path) -> F
         return None
     try:
         command = context.render_text(command)
-    except TemplateError:
+    except TemplateError as exc:
+        if exc.expr is not None:  # a variable or secret with no value (its FAIL is above), not the run's
+            return None, f"target {name} ({target.type}): not checked: its command's {exc}"
         command = "{{"
     if "{{" in command:
         return None, f"target {name} ({target.type}): its command is made during the run, not checked here"
