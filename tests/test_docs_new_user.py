@@ -2,7 +2,8 @@
 example it names as the page says; the store page's `.gitignore` advice is the lines `tamesu init` writes (it said
 to ignore `.tamesu/` whole, which keeps out the schemas the suites' first lines point editors at and the replay
 cache CI replays); the run folders the concepts page names are the ones a run makes; the repeats page's
-persona-facts examples are read by the audit as it says."""
+persona-facts examples are read by the audit as it says; the plug-in page names the file its demo report writes and the
+keys `TargetSpec` brings."""
 
 from __future__ import annotations
 
@@ -73,3 +74,35 @@ def test_the_first_suite_runs_against_the_example_as_the_page_says(tmp_path: Pat
         done = run_tamesu(["run", "suite.yaml", "--out", "out"], tmp_path, env={**env, "TAMESU_STORE": "off"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS  suite/order status" in done.stdout
+
+
+def test_the_plugin_pages_demo_report_file_and_target_keys_are_the_codes() -> None:
+    # the page said `--report plain` writes `report.plain`: the demo it shows names `plain.txt` as its
+    # default_file, and the keys TargetSpec brings left out `session`
+    import ast
+
+    from tamesu import TargetSpec
+
+    text = DOCS.joinpath("plugins.md").read_text(encoding="utf-8")
+    written = re.search(r"`tamesu run suite\.yaml --report plain` then writes `([^`]+)`", text)
+    demo = DOCS.parent / "tests" / "fixtures" / "plugin_demo" / "tamesu_plugin_demo" / "__init__.py"
+    named = [node.value.value for node in ast.walk(ast.parse(demo.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+             and any(isinstance(t, ast.Attribute) and t.attr == "default_file" for t in node.targets)]
+    assert written and named == [written.group(1)], (written, named)
+    brings = re.search(r"deriving from `TargetSpec`, which brings\s+(.*?)\)", text, re.S)
+    assert brings, "the page lists the keys TargetSpec brings"
+    assert re.findall(r"`(\w+)`", brings.group(1)) == list(TargetSpec.model_fields)
+
+
+def test_the_remote_agents_page_runs_its_example_with_the_token_the_example_asks_for() -> None:
+    # the page showed the orchestrator suite and never said that an example of it runs offline, nor how
+    import yaml
+
+    text = DOCS.joinpath("remote-agents.md").read_text(encoding="utf-8")
+    run = re.search(r"SHIPPING_AGENT_TOKEN=(\S+) python examples/orchestrator/agent\.py --port (\d+) &.*\n"
+                    r"ORCHESTRATOR_URL=http://127\.0\.0\.1:(\d+)/a2a tamesu run examples/orchestrator\n", text)
+    assert run and run.group(2) == run.group(3), "the page starts the example's orchestrator and runs its suite"
+    suite = yaml.safe_load((DOCS.parent / "examples" / "orchestrator" / "orchestrator.tamesu.yaml").read_text())
+    assert suite["vars"]["shipping_token"] == run.group(1)
+    assert suite["remote_agents"]["shipping"]["token"] == "{{vars.shipping_token}}"

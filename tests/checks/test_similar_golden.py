@@ -233,6 +233,9 @@ tests:
     assert run["error"] == "golden: no golden file golden/booking.txt: run with --update-golden to write it"
     written = tamesu(["run", "suite.yaml", "--out", "out", "--update-golden"], cwd=tmp_path)
     assert written.returncode == 0 and (tmp_path / "golden" / "booking.txt").is_file(), written.stdout
+    # the run that writes the file was told "until then the test is an error" as it wrote it: said for either run
+    assert f"warning: {where} yet (relative to the suite's folder): a run with --update-golden writes it, a run " \
+           "without it is an error" in written.stdout + written.stderr, written.stdout + written.stderr
     assert tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path).returncode == 0
 
 

@@ -132,6 +132,24 @@ def test_doctor_checks_template_urls_and_a_project_of_jsonl_cases(tmp_path: Path
     assert "0 tests in 0 suites" not in result.stdout, result.stdout
 
 
+def test_doctor_says_a_url_of_an_unset_variable_is_not_the_runs_to_make(tmp_path: Path, tamesu) -> None:
+    # before: beside the FAIL of the unset variable, the target's line said its url "is made during the run",
+    # which a reader took for fine (a url of a session capture or a remote agent is made then; this one never is)
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  shop: { type: a2a, url: '{{env.SHOP_A2A_URL}}' }
+  tools: { type: mcp, command: '{{env.MCP_SERVER}}', model: 'fake:x' }
+tests: [ { name: t, target: shop, scenario: { script: [ { say: hi } ] } } ]
+""")
+    result = tamesu(["doctor", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "FAIL  suite.yaml:2:27: targets.shop.url: environment variable SHOP_A2A_URL is not set" in result.stdout
+    assert "warn  target shop (a2a): not checked: its url's {{env.SHOP_A2A_URL}} has no value\n" in result.stdout, \
+        result.stdout
+    assert "warn  target tools (mcp): not checked: its command's {{env.MCP_SERVER}} has no value\n" in result.stdout
+    assert "made during the run" not in result.stdout, result.stdout
+
+
 def _grpc_server(health: bytes | None) -> Any:
     """A gRPC server on 127.0.0.1: with `health`, grpc.health.v1's Check answering those bytes; else serving
     nothing."""
@@ -241,3 +259,18 @@ def test_init_keeps_secrets_and_runs_out_of_the_repository(tmp_path: Path, tames
     tracked = sorted(line[3:] for line in status.splitlines())
     assert not [p for p in tracked if p == ".env" or p.startswith("tamesu-runs/") or "store.db" in p], tracked
     assert "tamesu.yaml" in tracked and ".tamesu/schema/suite.schema.json" in tracked
+
+
+def test_doctor_checks_the_models_of_a_project_with_no_suite_yet(tmp_path: Path, tamesu) -> None:
+    # the models page's tamesu.yaml, written before any suite: doctor said only that no suite matched, and
+    # checked none of the models the page says it checks
+    from ports import refused_port
+
+    port = refused_port()
+    (tmp_path / "tamesu.yaml").write_text(
+        f'models:\n  local: {{ provider: openai, model: m, base_url: "http://127.0.0.1:{port}/v1" }}\n')
+    result = tamesu(["doctor"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout
+    assert "FAIL  tamesu.yaml:1:1: no suite files match suites/*.yaml, **/*.tamesu.yaml" in result.stdout
+    assert f"FAIL  models.local (openai:m): openai:m: 127.0.0.1:{port} not reachable" in result.stdout, result.stdout
+    assert "0 tests in 0 suites validate" not in result.stdout, result.stdout  # beside the FAIL, it read as fine

@@ -44,3 +44,27 @@ tests: [ {{ name: t, target: over_grpc, scenario: {{ script: [ {{ say: hi }} ] }
             "HTTP 404; ") in said, said
     assert (f"a run assumes the agent does what the target asks; a run speaks JSONRPC 1.0 at {nocard}/a2a (not "
             "called: doctor sends the agent no message)\n") in said, said
+
+
+def test_doctor_checks_each_a2a_target_of_one_url_that_a_run_would_open_differently(
+        agents: A2AAgents, tmp_path: Path, tamesu: Any) -> None:
+    # before: doctor checked one target per url, so of the a2a example's six targets (five at one url: another
+    # binding, a token and a skill of the extended card) it named two, and a skill the card lacks passed unsaid
+    v10 = agents.urls["v10"]
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  by_card: {{ type: a2a, url: '{v10}/a2a' }}
+  streamed: {{ type: a2a, url: '{v10}/a2a', stream: true }}
+  card_then_grpc: {{ type: a2a, url: '{v10}/a2a', transport: grpc }}
+  no_such_skill: {{ type: a2a, url: '{v10}/a2a', skill: no-such-skill }}
+tests: [ {{ name: t, target: by_card, scenario: {{ script: [ {{ say: hi }} ] }} }} ]
+""")
+    result = tamesu(["doctor", "suite.yaml"], cwd=tmp_path)
+    said = result.stdout
+    assert f"ok    target by_card (a2a) at {v10}/a2a: " in said, said
+    assert "target streamed" not in said, said  # opened as by_card is: its line would say the same
+    assert (f"ok    target card_then_grpc (a2a) at {v10}/a2a: agent card Test Shop read at "
+            f"{v10}/.well-known/agent-card.json; a run speaks GRPC 1.0") in said, said
+    assert f"FAIL  target no_such_skill (a2a) at {v10}/a2a: " in said, said
+    assert "no-such-skill" in said.split("target no_such_skill", 1)[1].splitlines()[0], said
+    assert result.returncode == 3, said + result.stderr

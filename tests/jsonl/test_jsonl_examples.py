@@ -224,6 +224,15 @@ def test_a_generated_suite_is_saved_with_dry_run_then_runs(expense_agent: Expens
     assert "✓ [edge-vague] No details at all" in ran.stdout
 
 
+def test_a_parameter_a_model_generator_never_reads_is_refused(expense_agent: ExpenseAgent) -> None:
+    # before: `?cnt=2` was dropped without a word and the generator wrote its default number of cases
+    done = run_test(["-i", "agents:generator?cnt=2&focus=edge-cases", "-n", "expense", "--dry-run"],
+                    env=expense_agent.env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == ("tamesu test: -i agents:generator?cnt=2&focus=edge-cases: a model generator reads count, "
+                           "focus and complexity, not cnt (did you mean 'count'?)\n"), done.stderr
+
+
 def test_a_script_generates_cases_that_run(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
     done = run_test(["-i", "scripts:scripts.generate:cases?scenario=approval-flow", "-n", "expense",
                      "--out", str(tmp_path)], env=expense_agent.env)

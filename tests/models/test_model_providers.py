@@ -747,6 +747,8 @@ def test_cost_from_a_price_override() -> None:
     spec = ModelSpec(provider="openai", model="gpt-4o", price=override)
     assert pricing.cost(spec, usage) == pytest.approx(0.012)
     assert pricing.cost(ModelSpec(provider="fake"), usage) == 0.0
+    # docs/models.md: the fake provider's calls cost nothing, even beside a price
+    assert pricing.cost(ModelSpec(provider="fake", price=override), usage) == 0.0
 
 
 async def test_cost_of_a_call_uses_the_spec_price(oai: tuple[OpenAIServer, str]) -> None:

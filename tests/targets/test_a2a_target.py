@@ -587,6 +587,9 @@ async def test_a_grpc_call_refused_as_unauthenticated_is_where_tamesu_was_sent(t
     ("<!doctype html><html><head><title>Sign in</title></head><body>...</body></html>",
      "a web page, titled 'Sign in', not an A2A answer: is url the agent's A2A endpoint"),
     ('{"jsonrpc": "2.0", "id": ', "an answer that is not JSON (cut short?): Expecting value at character 25 of 25"),
+    # a url of another JSON API (a rest agent's /chat): the SDK's words alone did not say where to look
+    ('{"reply": "Hello!"}', "Invalid JSON-RPC response: it has neither 'result' nor 'error' (and no agent card was "
+                            "found: is url an A2A agent's endpoint?)"),
 ])
 async def test_an_answer_that_is_not_json_is_said_as_what_it_is(tmp_path: Path, serve: Any, body: str,
                                                                   said: str) -> None:

@@ -264,3 +264,26 @@ def test_a_reply_over_http_under_an_id_no_request_had_is_said_at_once(tmp_path: 
                                            f", not the request's id {stray['waiting'][0]}"}, call
         [outcome] = [e["data"] for e in result["events"] if e["name"] == "tool_result"]
         assert outcome["outcome"] == "error" and outcome["ms"] < 10_000, outcome
+
+
+def test_a_url_that_answers_json_but_no_mcp_is_one_line(tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    # an mcp target pointed at an agent's own JSON endpoint: the start failed with the SDK's message, pydantic's
+    # report of 11 validation errors on 13 lines
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request: Any) -> JSONResponse:
+        return JSONResponse({"reply": "Hello! How can I help?", "done": False})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST", "GET"])])).url
+    (tmp_path / "tamesu.yaml").write_text('models:\n  target: { provider: fake, rules: [{ say: "hi" }] }\n')
+    (tmp_path / "s.tamesu.yaml").write_text(
+        f"targets:\n  shop: {{ type: mcp, url: '{url}/chat', connect: {{ attempts: 1 }} }}\n"
+        "tests: [ { name: t, target: shop, scenario: { script: [ { say: hi } ] } } ]\n")
+    done = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    [said] = [line for line in done.stdout.splitlines() if line.lstrip().startswith("!")]
+    assert said.strip() == ("! mcp target shop: the MCP server cannot be reached: MCP error -32700: Failed to parse "
+                            "JSON response: the answer is no JSON-RPC message"), done.stdout
+    assert "validation error" not in done.stdout and "Field required" not in done.stdout, done.stdout

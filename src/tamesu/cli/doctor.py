@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -42,6 +43,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     from tamesu.plan import load_plan
 
     findings: list[Finding] = []
+    no_suite = False
     version = sys.version_info
     findings.append((version >= (3, 11), f"Python {version.major}.{version.minor}.{version.micro}"))
     for module, purpose in (("a2a", "A2A targets"), ("mcp", "MCP targets"), ("openai", "OpenAI models"),
@@ -60,16 +62,23 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         from tamesu.plan.suites import NOT_A_SUITE
 
         cases_only = all(p.message.startswith(NOT_A_SUITE) for p in exc.problems)
+        # a project with no suite yet (its models written first, as the models page does) is still checked
+        no_suite = not paths and all(p.message.startswith("no suite files match") for p in exc.problems)
         if not cases_only:
             findings.extend((False, str(p)) for p in exc.problems)
-            return findings
+            if not no_suite:
+                return findings
         # a project whose `suites` are JSONL cases only (`tamesu test` runs them): its models, store and
         # targets are checked all the same (doctor stopped at the first JSONL file)
-        plan = _project_only(paths, config)
+        try:
+            plan = _project_only(paths, config)
+        except ConfigError as again:
+            findings.extend((False, str(p)) for p in again.problems if str(p) not in {str(q) for q in exc.problems})
+            return findings
     where = plan.project.path or "none (defaults)"
     findings.append((True, f"project file: {where}"))
     cases = await _jsonl_findings(paths, config)
-    if plan.suites or not cases:
+    if plan.suites or not (cases or no_suite):  # no suite: said above, as a FAIL
         findings.append((True, f"{count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')} "
                                "validate"))
     findings.extend(cases)
@@ -93,15 +102,18 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
             # (a session's capture, a remote agent's port) is said, not skipped without a word
             try:
                 url = context.render_text(url)
-            except TemplateError:
+            except TemplateError as exc:
+                if exc.expr is not None:  # a variable or secret with no value (its FAIL is above), not the run's
+                    findings.append((None, f"target {name} ({target.type}): not checked: its url's {exc}"))
+                    continue
                 url = ""
             if not url or "{{" in url:
                 findings.append((None, f"target {name} ({target.type}): its url is made during the run, not "
                                        "checked here"))
                 continue
-        if url in seen:
+        if (key := _check_key(url, target)) in seen:
             continue
-        seen.add(url)
+        seen.add(key)
         shown = plan.secrets.redactor.text(url)
         problem = await _reachable(url)
         if problem is None and target.type == "a2a":
@@ -127,6 +139,15 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         findings.append((problem is None or None, f"target {name} ({target.type}) at {shown}: "
                          f"{'reachable (TCP)' if problem is None else problem}"))
     return findings
+
+
+def _check_key(url: str, target: TargetSpec) -> str:
+    """What one check of a target's url depends on: the url alone for a TCP connect, and for an a2a target what
+    opening it reads (the binding asked for, the credentials the extended card needs, the skill it must offer),
+    so two targets of one url that a run opens differently are each checked."""
+    shaping = {"transport", "headers", "skill", "tls", "session"} if target.type == "a2a" else {"tls"}
+    return json.dumps([url, target.type, target.model_dump(mode="json", include=shaping)], sort_keys=True,
+                      default=str)
 
 
 async def _jsonl_findings(paths: list[Path], config: Path | None) -> list[Finding]:
@@ -186,7 +207,9 @@ def _command(name: str, target: TargetSpec, context: Context, folder: Path) -> F
         return None
     try:
         command = context.render_text(command)
-    except TemplateError:
+    except TemplateError as exc:
+        if exc.expr is not None:  # a variable or secret with no value (its FAIL is above), not the run's
+            return None, f"target {name} ({target.type}): not checked: its command's {exc}"
         command = "{{"
     if "{{" in command:
         return None, f"target {name} ({target.type}): its command is made during the run, not checked here"

@@ -9,6 +9,7 @@ validated like a line of a file; a case without an id gets `G001`, `G002`... Onl
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -45,7 +46,16 @@ def _with_ids(cases: list[Any], count: int) -> list[object]:
     return kept
 
 
+MODEL_PARAMS = ("count", "focus", "complexity")
+"""What a model generator reads of `-i agents:NAME?...` (an agent or a script is given every parameter)."""
+
+
 async def from_model(client: ModelClient, about: dict[str, Any], params: dict[str, str]) -> list[object]:
+    if unread := [key for key in params if key not in MODEL_PARAMS]:
+        # a misspelt parameter dropped in silence would generate the defaults' cases as if it had been read
+        close = difflib.get_close_matches(unread[0], MODEL_PARAMS, n=1)
+        raise ValueError(f"a model generator reads count, focus and complexity, not {', '.join(unread)}"
+                         + (f" (did you mean {close[0]!r}?)" if close else ""))
     count = count_of(params)
     return _with_ids(await write_cases(client, about, count, params), count)
 

@@ -60,8 +60,8 @@ def missing_golden(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertio
         if not isinstance(check, Golden) or "{{" in check.spec.file or (suite.dir / check.spec.file).is_file():
             continue
         warnings.append(suite.doc.problem((*loc, "assert", index, "golden"),
-                                          f"no golden file {check.spec.file} (relative to the suite's folder): "
-                                          "`tamesu run --update-golden` writes it; until then the test is an error"))
+                                          f"no golden file {check.spec.file} yet (relative to the suite's folder): "
+                                          "a run with --update-golden writes it, a run without it is an error"))
     return warnings
 
 

@@ -235,7 +235,9 @@ class ConsoleReporter:
                              style="yellow" if "simulated_user" in faults else "dim"))
 
     def _print_transcript(self, result: RunResult) -> None:
-        self._print(Text(f"    transcript of {result.test}, run {result.run}:", style="dim"))
+        # a heading with nothing under it read as output lost: say that no turn came back
+        none = "" if result.turns else " no turn was answered"
+        self._print(Text(f"    transcript of {result.test}, run {result.run}:{none}", style="dim"))
         for turn in result.turns:
             if turn.user is not None:
                 self.console.print(f"      [bold]user[/]  {self._said(turn.user.display())}")

@@ -121,6 +121,9 @@ def described(error: AgentError, choice: Choice) -> str:
     """The error as a turn reports it. A JSON-RPC agent that has no such method most likely speaks another A2A
     version than the one tamesu spoke (0.3's `message/send`, 1.0's `SendMessage`), which the card chose: said."""
     said = error.describe()
+    if error.message.startswith("Invalid JSON-RPC response") and choice.reason.startswith("no agent card"):
+        # no card and no JSON-RPC answer: most likely another JSON API than an A2A agent's (a rest agent's /chat)
+        return f"{said} (and no agent card was found: is url an A2A agent's endpoint?)"
     if error.code != METHOD_NOT_FOUND or choice.binding != "JSONRPC":
         return said
     if choice.reason.startswith("no agent card"):

@@ -309,6 +309,10 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, MCPError):
         if exc.code == CONNECTION_CLOSED:
             return "the server closed the connection"
+        if exc.code == mcp_types.PARSE_ERROR and "validation error" in exc.message:
+            # the SDK goes on with pydantic's report, a line per field, of why the answer (a JSON API that is not
+            # MCP's, as an agent's own endpoint) is none of JSON-RPC's messages
+            return f"MCP error {exc.code}: {exc.message.split(': ', 1)[0]}: the answer is no JSON-RPC message"
         return f"MCP error {exc.code}: {exc.message}"
     if isinstance(exc, httpx2.ConnectError):
         return f"cannot connect ({exc})"
