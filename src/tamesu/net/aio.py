@@ -211,6 +211,17 @@ async def send_or_resend(session: aiohttp.ClientSession, method: str, url: Any, 
             raise mapped(module, exc, host, answered=False, request=request) from exc
 
 
+_HTTP2_FRAME = re.compile(r"b'\\x00\\x00(?:\\x[0-9a-f]{2}|.)\\x04")
+"""An HTTP/2 server's first frame (its SETTINGS: a 3-byte length, then type 4) where aiohttp's parser wanted a
+status line, as its message shows the bytes."""
+_SHOWN = 160
+"""At most this much of a malformed answer's words (its bytes, as aiohttp's parser quotes them) in the line."""
+
+
+def _cut(words: str) -> str:
+    return words if len(words) <= _SHOWN else words[:_SHOWN] + "..."
+
+
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 """What a header's value may not hold (a tab may stay)."""
 
@@ -279,7 +290,14 @@ def mapped(module: ModuleType, exc: BaseException, host: str | None, *, answered
         return _error(module, "RemoteProtocolError")(f"the answer's body was malformed or cut: {_words(exc)}",
                                                      request=request)
     if isinstance(exc, aiohttp.ClientResponseError):
-        return _error(module, "RemoteProtocolError")(f"a malformed answer: {exc.message}", request=request)
+        said = " ".join(str(exc.message).split())  # aiohttp's parser words it over several lines
+        if _HTTP2_FRAME.search(said):
+            # the request reached no HTTP/1.1 server at all: a wrong port (the agent's gRPC one), not the agent
+            error = _error(module, "ConnectError")(said, request=request)
+            error.tamesu_reason = ("it answered in HTTP/2 (a gRPC or HTTP/2-only port?), and this "  # type: ignore[attr-defined]  # an httpx error carries our words to net.clients
+                                   "route speaks HTTP/1.1: is the url the agent's HTTP address?")
+            return error
+        return _error(module, "RemoteProtocolError")(f"a malformed answer: {_cut(said)}", request=request)
     if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
         return _error(module, "UnsupportedProtocol")(f"not a URL tamesu can reach: {_words(exc)}", request=request)
     if isinstance(exc, aiohttp.ClientOSError | aiohttp.ClientConnectionError | OSError):
