@@ -598,3 +598,29 @@ def test_with_vision_the_browser_agent_and_the_judge_see_the_page(
     [judge_saw] = pictures(judged["messages"][-1])
     assert judge_saw.size == (800, 600)
     assert all(not pictures(m) for m in blind["messages"])
+
+
+def test_goal_steps_where_the_test_has_no_goal_step_is_the_suites_asking(tmp_path: Path, web_shop_url: str,
+                                                                         shared_chromium: str) -> None:
+    # no goal step: goal_steps is never measured, whatever the page does (it was the agent's failure, exit 1)
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+targets:
+  shop: { type: browser, url: "{{env.WEB_SHOP_URL}}", allowed_domains: ["127.0.0.1"] }
+tests:
+  - name: search
+    target: shop
+    steps:
+      - { action: fill, selector: "#q", value: dune }
+    assert:
+      - metric: { name: goal_steps, lte: 6 }
+""")
+    env = _env(web_shop_url, shared_chromium)
+    checked = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path, env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert ("warning: s.tamesu.yaml:9:17: tests[0].assert[0].metric: goal_steps is measured only by `goal` steps, "
+            "which this test has none of: every run of the test is an error") in checked.stderr, checked.stderr
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    result = _run_result(tmp_path / "out", "s", "search")
+    assert (result["status"], result["fault"]) == ("error", "suite"), result
+    assert result["error"] == "metric: goal_steps is measured only by `goal` steps, which this test has none of"

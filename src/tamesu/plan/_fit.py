@@ -44,14 +44,22 @@ _MEASURED = {
 _STAT = re.compile(r"_(?:p\d{1,2}|max|min|mean)$")
 
 
-def unfit(assertion: Assertion, name: str, target: TargetSpec) -> str | None:
-    """Why `assertion` cannot be graded on the target `name`, or None."""
+_OF_GOALS = frozenset({"goal_steps", "goal_steps_total"})
+"""Counted by a browser test's `goal` steps (the browser agent's actions), none of which a test may have."""
+
+
+def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] | None = None) -> str | None:
+    """Why `assertion` cannot be graded on the target `name`, or None. `steps`: the test's, when known (a metric of
+    `goal` steps where the test has none is never measured)."""
     check: Check[Any] = getattr(assertion.check, "inner", assertion.check)  # `negate: true` wraps it
     need, said = check.needs, _GIVES
     if isinstance(check, Metric):  # an SLO's (`missing: pass`) passes where its metric is not measured
         metric = check.spec.name
         need = None if check.spec.missing == "pass" else _METRIC_NEEDS.get(_STAT.sub("", metric))
         said = {k: v.replace("{metric}", metric) for k, v in _MEASURED.items()}
+        if (need == "takes_steps" and steps is not None and _STAT.sub("", metric) in _OF_GOALS
+                and not any(isinstance(step, dict) and "goal" in step for step in steps)):
+            return f"{metric} is measured only by `goal` steps, which this test has none of"
     if need is None or not targets.is_known(target.type) or targets.target_class(target.type).offers(need, target):
         return None
     return said.get(need, "needs {need}, which {kind} target {name} never gives").format(
@@ -59,14 +67,14 @@ def unfit(assertion: Assertion, name: str, target: TargetSpec) -> str | None:
 
 
 def unfit_assertions(suite: LoadedSuite, name: str | None, assertions: list[Assertion], count: int,
-                     loc: Loc) -> list[Problem]:
+                     loc: Loc, steps: list[Any] | None = None) -> list[Problem]:
     """The test's own assertions (the first `count`, as `assert:` writes them) its target cannot grade."""
     target = suite.targets.get(name or "")
     if target is None or name is None:
         return []
     return [suite.doc.problem((*loc, "assert", index, assertion.key), f"{why}: every run of the test is an error")
             for index, assertion in enumerate(assertions[:count])
-            if (why := unfit(assertion, name, target)) is not None]
+            if (why := unfit(assertion, name, target, steps)) is not None]
 
 
 def unfit_defaults(suite: LoadedSuite, tests: list[PlannedTest], own: list[tuple[int, Assertion]],

@@ -137,7 +137,9 @@ class PlannedTest:
         """Why `assertion` reads what this test's target never gives, or None (`plan._fit`)."""
         from tamesu.plan._fit import unfit
 
-        return unfit(assertion, self.spec.target, self.target) if self.spec.target in self.suite.targets else None
+        if self.spec.target not in self.suite.targets:
+            return None
+        return unfit(assertion, self.spec.target, self.target, self.spec.steps)
 
 
 def scripted_turns(spec: TestSpec, target: TargetSpec | None = None) -> int | None:

@@ -380,7 +380,8 @@ def _expand_test(
             warnings.extend(_lint.untraced_judges(suite, case_spec, assertions, loc))
             warnings.extend(_lint.untraced_spans(suite, case_spec, assertions, loc))
             warnings.extend(_lint.turns_past_script(suite, case_spec, assertions, loc))
-            warnings.extend(_fit.unfit_assertions(suite, case_spec.target, assertions, len(case_spec.assert_), loc))
+            warnings.extend(_fit.unfit_assertions(suite, case_spec.target, assertions, len(case_spec.assert_), loc,
+                                                   case_spec.steps))
             warnings.extend(_lint.ks_past_repeat(suite, case_spec, loc))
             warnings.extend(_lint.unselectable_tags(suite, case_spec, loc))
         warnings.extend(_lint.missing_golden(suite, case_spec, assertions, loc))  # each case its own file
