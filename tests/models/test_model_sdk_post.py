@@ -164,3 +164,35 @@ async def test_a_wrapped_create_sees_every_call(recorder: tuple[Recorder, str]) 
         AsyncCompletions.create = own  # type: ignore[method-assign]
         await provider.aclose()
     assert calls == ["m", "m"]
+
+
+@pytest.mark.parametrize("base_url", ["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/", "http://127.0.0.1:9",
+                                      "https://models.example/openai/v1", "http://127.0.0.1:9/v1?tenant=a b"])
+async def test_the_post_path_sends_to_the_url_the_sdk_makes_of_its_path(base_url: str) -> None:
+    import openai
+
+    sdk = openai.AsyncOpenAI(api_key="k", base_url=base_url)
+    try:
+        assert _sdk_post.completions_url(sdk) == str(sdk._prepare_url("/chat/completions"))
+    finally:
+        await sdk.close()
+
+
+async def test_the_post_paths_url_is_made_once_a_client(recorder: tuple[Recorder, str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx2
+
+    server, base_url = recorder
+    made: list[object] = []
+    copy_with = httpx2.URL.copy_with
+    monkeypatch.setattr(httpx2.URL, "copy_with", lambda url, **kw: made.append(kw) or copy_with(url, **kw))
+    provider = _provider(base_url)
+    try:
+        await provider.generate(REQUESTS[1])  # the client made (its base_url with its slash), and the URL
+        first = len(made)
+        for _ in range(2):
+            await provider.generate(REQUESTS[1])
+    finally:
+        await provider.aclose()
+    assert len(made) == first  # the SDK merged the path into its base_url on every call
+    assert [seen["path"] for seen in server.seen] == ["/v1/chat/completions"] * 3

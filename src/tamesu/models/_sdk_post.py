@@ -6,7 +6,8 @@ into JSON. For tamesu's requests (JSON already, no aliased keys, no dates or fil
 wire, yet together they were over half of a simulated user's model call (`bench/model_layers.py`: 2.5 against
 1.5 ms per call one at a time; docs/performance.md, issue 28). The SDK's client still sends the call: its URL,
 auth, headers, timeout, error types and messages are the SDK's own (`post(..., cast_to=object)` answers the JSON
-as it came).
+as it came). The URL is given whole, as the SDK would make it from its `base_url` (`completions_url`), so it is
+parsed once a client rather than once a call.
 
 What it must not cost: the ecosystem's view of the calls. An instrumentation (OpenTelemetry's
 `opentelemetry-instrumentation-openai-v2`, OpenLLMetry) wraps `AsyncCompletions.create`; while the method is not
@@ -45,10 +46,20 @@ def create_is_plain() -> bool:
     return True
 
 
-async def post_completion(sdk: Any, params: dict[str, Any], headers: dict[str, str] | None) -> Any:
-    """What `sdk.chat.completions.create(**params, extra_headers=headers)` sends, through the SDK's `post`; the
-    answer as JSON (a mapping, or the text of a body that is not JSON)."""
+def completions_url(sdk: Any) -> str:
+    """The URL `sdk.post("/chat/completions")` sends to, made once a client: the SDK merges a relative path into its
+    `base_url` (which it keeps ending in a slash) on every call, parsing the whole URL again (`copy_with`, some 220
+    calls a model call), where an absolute URL's text is parsed once and kept (httpx2's cache). Not for a client
+    that rewrites the path (Azure's: the deployment's path, which it puts in front of `/chat/completions` alone)."""
+    base = sdk.base_url
+    return str(base.copy_with(raw_path=base.raw_path + b"chat/completions"))
+
+
+async def post_completion(sdk: Any, url: str, params: dict[str, Any], headers: dict[str, str] | None) -> Any:
+    """What `sdk.chat.completions.create(**params, extra_headers=headers)` sends, through the SDK's `post` to `url`
+    (`completions_url`, or the path `/chat/completions`); the answer as JSON (a mapping, or the text of a body that
+    is not JSON)."""
     options: dict[str, Any] = {"security": {"bearer_auth": True}}  # what `create` asks of the client's auth
     if headers:
         options["headers"] = headers
-    return await sdk.post("/chat/completions", body=params, cast_to=object, options=options)
+    return await sdk.post(url, body=params, cast_to=object, options=options)

@@ -54,6 +54,10 @@ class AzureOpenAIProvider(OpenAIProvider):
             return self.base_url.rstrip("/").removesuffix("/openai")
         return None
 
+    def _post_url(self, sdk: openai.AsyncOpenAI) -> str:
+        # the path alone: the Azure client puts the deployment's path in front of it (an absolute URL skips that)
+        return "/chat/completions"
+
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
             import openai  # on the first call, as the openai provider does

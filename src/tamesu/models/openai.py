@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from tamesu.models import _plain
 from tamesu.models._reasoning import split_reasoning
 from tamesu.models._sdk_http import plain, sdk_http_client
-from tamesu.models._sdk_post import create_is_plain, post_completion
+from tamesu.models._sdk_post import completions_url, create_is_plain, post_completion
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import (
@@ -60,6 +60,8 @@ class OpenAIProvider(SdkProvider):
         self._response_format: str = "json_schema"  # json_schema -> json_object -> prompt
         self._max_tokens_param = "max_tokens"
         self._send_seed = True
+        self._posted_to: tuple[object, str] | None = None
+        """The SDK client, and the URL its chat completions are posted to (`_post_url`)."""
 
     @staticmethod
     def _server_message(exc: Any) -> str:
@@ -98,7 +100,8 @@ class OpenAIProvider(SdkProvider):
                 # turn's traceparent) go with it unless the model's `headers` set that name (the suite's wins)
                 params, headers = self._params(request), per_request_headers(request, self._own_headers) or None
                 if create_is_plain():  # no instrumentation to see the call: the same request, without create's walk
-                    completion = await post_completion(self._sdk(), params, headers)
+                    sdk = self._sdk()
+                    completion = await post_completion(sdk, self._post_url(sdk), params, headers)
                 else:
                     completion = plain(await self._sdk().chat.completions.create(**params, extra_headers=headers))
             except Exception as exc:
@@ -129,6 +132,13 @@ class OpenAIProvider(SdkProvider):
         vectors = [[float(x) for x in item.embedding] for item in sorted(answer.data, key=lambda item: item.index)]
         used = answer.usage.prompt_tokens if answer.usage is not None else 0
         return Embeddings(vectors=vectors, usage=Usage(input_tokens=used))
+
+    def _post_url(self, sdk: openai.AsyncOpenAI) -> str:
+        """Where `post_completion` sends, worked out once a client (`completions_url`)."""
+        posted_to = self._posted_to
+        if posted_to is None or posted_to[0] is not sdk:
+            posted_to = self._posted_to = (sdk, completions_url(sdk))
+        return posted_to[1]
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         messages = [_wire_message(m) for m in request.messages]
