@@ -196,3 +196,35 @@ async def test_the_post_paths_url_is_made_once_a_client(recorder: tuple[Recorder
         await provider.aclose()
     assert len(made) == first  # the SDK merged the path into its base_url on every call
     assert [seen["path"] for seen in server.seen] == ["/v1/chat/completions"] * 3
+
+
+def test_the_options_a_call_leaves_open_are_given_as_the_sdks_defaults() -> None:
+    from openai._models import FinalRequestOptions  # the SDK's own: what its `post` makes of the options
+
+    given = _sdk_post._defaults()
+    fields = FinalRequestOptions.model_fields
+    for name, value in given.items():
+        default = fields[name].get_default(call_default_factory=True)
+        assert type(value) is type(default) and (value == default or type(value).__name__ == "NotGiven"), name
+    made = FinalRequestOptions.construct(method="post", url="/x", json_data={"a": 1}, **given)
+    left = FinalRequestOptions.construct(method="post", url="/x", json_data={"a": 1})
+    assert {name: repr(getattr(made, name)) for name in fields} == {name: repr(getattr(left, name)) for name in fields}
+
+
+async def test_the_post_path_leaves_no_option_to_be_copied_from_its_default(
+        recorder: tuple[Recorder, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from openai._models import FinalRequestOptions
+    from pydantic.fields import FieldInfo
+
+    _, base_url = recorder
+    theirs = set(map(id, FinalRequestOptions.model_fields.values()))
+    defaulted: list[object] = []
+    get_default = FieldInfo.get_default
+    monkeypatch.setattr(FieldInfo, "get_default", lambda field, *args, **kwargs: (
+        defaulted.append(field) if id(field) in theirs else None) or get_default(field, *args, **kwargs))
+    provider = _provider(base_url)
+    try:
+        await provider.generate(REQUESTS[0])
+    finally:
+        await provider.aclose()
+    assert defaulted == []

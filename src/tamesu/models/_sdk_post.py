@@ -18,6 +18,7 @@ instrumentation installed and counts a span per call.
 
 from __future__ import annotations
 
+import functools
 import types
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,21 @@ async def post_completion(sdk: Any, url: str, params: dict[str, Any], headers: d
     """What `sdk.chat.completions.create(**params, extra_headers=headers)` sends, through the SDK's `post` to `url`
     (`completions_url`, or the path `/chat/completions`); the answer as JSON (a mapping, or the text of a body that
     is not JSON)."""
-    options: dict[str, Any] = {"security": {"bearer_auth": True}}  # what `create` asks of the client's auth
+    # what `create` asks of the client's auth, and every other option at the SDK's own default
+    options: dict[str, Any] = {**_defaults(), "security": {"bearer_auth": True}}
     if headers:
         options["headers"] = headers
     return await sdk.post(url, body=params, cast_to=object, options=options)
+
+
+@functools.cache
+def _defaults() -> dict[str, Any]:
+    """The options of a request (`FinalRequestOptions`) a chat completion leaves at their defaults, given as those
+    defaults: the SDK makes an option not given from its default by a deep copy (pydantic's `model_construct`:
+    some sixty calls a model call), the same value it is handed here. test_model_sdk_post.py holds each to the
+    SDK's default."""
+    from openai import NOT_GIVEN
+
+    return {"headers": NOT_GIVEN, "params": {}, "max_retries": NOT_GIVEN, "timeout": NOT_GIVEN,
+            "idempotency_key": None, "follow_redirects": None, "synthesize_event_and_data": None,
+            "stream_mode": "legacy", "extra_json": None, "post_parser": NOT_GIVEN}
