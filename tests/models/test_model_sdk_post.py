@@ -228,3 +228,26 @@ async def test_the_post_path_leaves_no_option_to_be_copied_from_its_default(
     finally:
         await provider.aclose()
     assert defaulted == []
+
+
+@pytest.mark.parametrize("answer", [
+    lambda: JSONResponse({"choices": [{"message": {"role": "assistant", "content": "hi"}}]}),
+    lambda: Response('{"choices": [{"message": {"content": "hé"}}]}', media_type="application/vnd.api+json"),
+    lambda: Response("null", media_type="application/json"),
+    lambda: Response('{"choices": []}', media_type="text/plain; charset=utf-8")])
+async def test_the_post_path_reads_the_answer_as_the_sdks_cast_to_object_without_its_response_class(
+        recorder: tuple[Recorder, str], monkeypatch: pytest.MonkeyPatch, answer: Callable[[], Response]) -> None:
+    import openai
+    from openai._response import AsyncAPIResponse
+
+    server, base_url = recorder
+    server.answer = answer
+    sdk = openai.AsyncOpenAI(api_key="k", base_url=base_url, max_retries=0)
+    try:
+        params = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        theirs = await sdk.post("/chat/completions", body=params, cast_to=object)
+        monkeypatch.setattr(AsyncAPIResponse, "parse", lambda *args, **kwargs: pytest.fail("parsed by the SDK"))
+        ours = await _sdk_post.post_completion(sdk, _sdk_post.completions_url(sdk), params, None)
+    finally:
+        await sdk.close()
+    assert ours == theirs and type(ours) is type(theirs)

@@ -5,9 +5,9 @@ every message against each of the six message types) and builds a typed `ChatCom
 into JSON. For tamesu's requests (JSON already, no aliased keys, no dates or files) neither changes a byte on the
 wire, yet together they were over half of a simulated user's model call (`bench/model_layers.py`: 2.5 against
 1.5 ms per call one at a time; docs/performance.md, issue 28). The SDK's client still sends the call: its URL,
-auth, headers, timeout, error types and messages are the SDK's own (`post(..., cast_to=object)` answers the JSON
-as it came). The URL is given whole, as the SDK would make it from its `base_url` (`completions_url`), so it is
-parsed once a client rather than once a call.
+auth, headers, timeout, error types and messages are the SDK's own, and the answer is read as its `cast_to=object`
+reads it: the JSON as it came. The URL is given whole, as the SDK would make it from its `base_url`
+(`completions_url`), so it is parsed once a client rather than once a call.
 
 What it must not cost: the ecosystem's view of the calls. An instrumentation (OpenTelemetry's
 `opentelemetry-instrumentation-openai-v2`, OpenLLMetry) wraps `AsyncCompletions.create`; while the method is not
@@ -22,6 +22,8 @@ import functools
 import types
 from pathlib import Path
 from typing import Any
+
+import httpx2
 
 _OWN: dict[str, object] = {}
 """The SDK's own `create` once seen, so the check per call is one identity comparison."""
@@ -64,7 +66,12 @@ async def post_completion(sdk: Any, url: str, params: dict[str, Any], headers: d
     options: dict[str, Any] = {**_defaults(), "security": {"bearer_auth": True}}
     if headers:
         options["headers"] = headers
-    return await sdk.post(url, body=params, cast_to=object, options=options)
+    # the answer as the SDK's README reads an endpoint it has no type for (`cast_to=httpx2.Response`), then as its
+    # `cast_to=object` would: JSON when the server says so, else the text; the SDK's `APIResponse` around it and its
+    # parse cast for nothing (some forty calls a model call)
+    answer = await sdk.post(url, body=params, cast_to=httpx2.Response, options=options)
+    kind = answer.headers.get("content-type", "*").split(";", 1)[0]
+    return answer.json() if kind.endswith("json") else answer.text
 
 
 @functools.cache
