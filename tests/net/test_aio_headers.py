@@ -1,10 +1,12 @@
-"""`net.aio.header_pairs`: the headers a request through tamesu's aiohttp transport sends are `multi_items()` of its
-httpx or httpx2 headers, read in a few calls (issue 28's twelfth pass, docs/performance.md)."""
+"""tamesu's aiohttp transport beneath httpx's and httpx2's API, in fewer calls (issue 28's twelfth pass,
+docs/performance.md): the headers a request sends are `multi_items()` of its headers (`net.aio.header_pairs`), and
+an answer's body is read through an async iterator, not an async generator (which asyncio tracks, and the clients
+close apart)."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -12,7 +14,7 @@ import httpx2
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from tamesu.net.aio import aio_transport, header_pairs
@@ -66,3 +68,24 @@ async def test_a_request_sends_its_headers_without_multi_items(echo: str, module
     seen = [tuple(pair) for pair in body.json()]
     assert ("x-team", "qa") in seen and ("x-team", "ops") in seen
     assert ("x-name", "Zoë".encode().decode("latin-1")) in seen  # the bytes as sent (the server reads Latin-1)
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
+async def test_an_answers_body_is_read_whole_through_an_iterator_that_is_no_generator(module: Any) -> None:
+    from collections.abc import AsyncGenerator
+
+    async def chunked(request: Request) -> StreamingResponse:
+        async def parts() -> AsyncIterator[bytes]:
+            for part in (b"one ", b"", b"two ", "thrée".encode()):
+                yield part
+
+        return StreamingResponse(parts(), media_type="text/plain")
+
+    server = ThreadServer(Starlette(routes=[Route("/", chunked)])).start()
+    try:
+        async with module.AsyncClient(transport=aio_transport(module)) as client, \
+                client.stream("GET", server.url) as answer:
+            assert not isinstance(answer.stream._stream.__aiter__(), AsyncGenerator)
+            assert await answer.aread() == "one two thrée".encode()
+    finally:
+        server.stop()

@@ -105,12 +105,17 @@ def _classes(module: Any) -> tuple[Any, Any]:
         def __init__(self, response: aiohttp.ClientResponse, request: Any) -> None:
             self._response, self._request = response, request
 
-        async def __aiter__(self) -> AsyncIterator[bytes]:
+        def __aiter__(self) -> Body:
+            return self
+
+        async def __anext__(self) -> bytes:
             try:
-                async for chunk in self._response.content.iter_any():
-                    yield chunk
+                chunk = await self._response.content.readany()
             except Exception as exc:
                 raise mapped(module, exc, self._request.url.host, answered=True, request=self._request) from exc
+            if not chunk:
+                raise StopAsyncIteration
+            return chunk
 
         async def aclose(self) -> None:
             if self._response.content.at_eof():
