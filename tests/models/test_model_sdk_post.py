@@ -251,3 +251,41 @@ async def test_the_post_path_reads_the_answer_as_the_sdks_cast_to_object_without
     finally:
         await sdk.close()
     assert ours == theirs and type(ours) is type(theirs)
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"])
+async def test_a_models_timeout_reaches_its_sdk_as_a_timeout_and_is_sent_as_before(
+        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx2
+
+    from tamesu.models.anthropic import AnthropicProvider
+
+    seen: list[dict[str, str]] = []
+
+    async def answer(request: Request) -> Response:
+        seen.append(dict(request.headers))
+        if shape == "anthropic":
+            return JSONResponse({"id": "m", "type": "message", "role": "assistant", "model": "m",
+                                 "stop_reason": "end_turn", "content": [{"type": "text", "text": "hi"}],
+                                 "usage": {"input_tokens": 1, "output_tokens": 1}})
+        return JSONResponse({"choices": [{"message": {"role": "assistant", "content": "hi"}}]})
+
+    server = ThreadServer(Starlette(routes=[Route("/v1/chat/completions", answer, methods=["POST"]),
+                                            Route("/v1/messages", answer, methods=["POST"])])).start()
+    provider: Any = (OpenAIProvider("m", api_key="k", base_url=f"{server.url}/v1", timeout=42.5) if shape == "openai"
+                     else AnthropicProvider("m", api_key="k", base_url=server.url, timeout=42.5))
+    timeouts: list[object] = []
+    transport = type(provider._sdk()._client._transport)
+    handle = transport.handle_async_request
+    monkeypatch.setattr(transport, "handle_async_request", lambda self, request: (
+        timeouts.append(request.extensions["timeout"]), handle(self, request))[1])
+    try:
+        assert (await provider.generate(REQUESTS[1])).text == "hi"
+        sdk_timeout = provider._sdk().timeout
+    finally:
+        await provider.aclose()
+        server.stop()
+    # a Timeout, which httpx2 copies, where a number was checked against SupportsFloat and made one on every call
+    assert isinstance(sdk_timeout, httpx2.Timeout)
+    assert seen[0]["x-stainless-read-timeout"] == "42.5"
+    assert timeouts == [{"connect": 42.5, "read": 42.5, "write": 42.5, "pool": 42.5}]

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from tamesu.models import _plain
 from tamesu.models._reasoning import split_reasoning
-from tamesu.models._sdk_http import plain, sdk_http_client
+from tamesu.models._sdk_http import plain, sdk_http_client, sdk_timeout
 from tamesu.models._sdk_post import completions_url, create_is_plain, post_completion
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import openai_part
@@ -79,7 +79,7 @@ class OpenAIProvider(SdkProvider):
             import openai  # on the first call: a run that makes none does not pay for the import (43 MB)
 
             self._client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
+                api_key=self._api_key, base_url=self.base_url, timeout=sdk_timeout(self.timeout),
                 max_retries=0,  # ResilientClient retries, with jittered backoff and a fallback model
                 default_headers=self._headers or None, http_client=sdk_http_client(self._tls))
         client: openai.AsyncOpenAI = self._client
