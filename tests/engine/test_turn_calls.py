@@ -205,6 +205,34 @@ def test_a_scripted_rest_turn_stays_within_its_count_of_tamesus_own_calls(tmp_pa
     assert 0 < rest["own_calls_per_turn"] <= OWN_CALLS_PER_TURN, rest["tamesu_functions"]
 
 
+SDK_CALLS_PER_PERSONA_TURN = 1_200
+"""The openai SDK's and httpx2's calls beneath a persona turn's model call (bench/turn_calls.py's `openai/httpx`, with
+the builtins they call; 10 and 30 conversations, 10 at once): 1,457 before issue 28's twelfth pass, 1,177 after it
+(the URL posted whole, the options given as their defaults, the answer read without the SDK's response class, the
+timeout given as a `Timeout`). An exact count: what tamesu hands the SDK decides it, and a change to that shows
+here."""
+OWN_CALLS_PER_PERSONA_TURN = 690
+"""tamesu's own calls in the same persona turn: 662 before the twelfth pass, 680 after it (the headers a model
+call sends, read by tamesu's transport in a few calls where httpx2's `multi_items` made some eighty)."""
+
+
+def test_a_persona_turn_stays_within_its_counts_of_the_sdks_calls_and_tamesus_own(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    bench = Path(__file__).resolve().parents[2] / "bench" / "turn_calls.py"
+    figures = tmp_path / "calls.json"
+    done = subprocess.run([sys.executable, str(bench), "--workload", "persona", "--small", "10", "--large", "30",
+                           "--at-once", "10", "--top", "1", "--json", str(figures)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    persona = json.loads(figures.read_text())["persona"]
+    sdk = persona["by_package"].get("openai/httpx", 0) + persona["by_package"].get("builtins from openai/httpx", 0)
+    assert 0 < sdk <= SDK_CALLS_PER_PERSONA_TURN, persona["by_package"]
+    assert 0 < persona["own_calls_per_turn"] <= OWN_CALLS_PER_PERSONA_TURN, persona["tamesu_functions"]
+
+
 def test_a_models_messages_are_copied_only_where_a_secret_is_masked() -> None:
     from tamesu.models.base import Message, ModelRequest
     from tamesu.models.client import ResilientClient

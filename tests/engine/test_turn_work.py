@@ -446,3 +446,35 @@ def test_an_openai_answer_without_reasoning_fields_is_not_searched_for_them(monk
         thought = provider._response(answer(content="Hello", **{field: "the user greets me"}))
         assert (thought.text, thought.reasoning) == ("Hello", "the user greets me")
     assert provider._response(answer(content="<think>hm</think>Hi")).reasoning == "hm"
+
+
+@pytest.mark.parametrize("adapted", [[], ["the server refused seed: sent without it from now on"]])
+async def test_a_model_calls_answer_is_copied_for_the_cache_only_to_leave_out_its_adaptations(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, adapted: list[str]) -> None:
+    import json
+
+    from pydantic import BaseModel
+
+    from tamesu.models.base import Message, ModelRequest, ModelResponse
+    from tamesu.models.cache import ReplayCache
+    from tamesu.models.client import ResilientClient
+    from tamesu.models.spec import ModelSpec
+
+    class Provider:
+        async def generate(self, request: ModelRequest) -> ModelResponse:
+            return ModelResponse(text="hi", provider="openai", model="m", adapted=adapted)
+
+    copied: list[object] = []
+    model_copy = BaseModel.model_copy
+    monkeypatch.setattr(BaseModel, "model_copy", lambda self, **kw: copied.append(self) or model_copy(self, **kw))
+    for mode in ("off", "use"):
+        cache = ReplayCache(tmp_path / mode, cast(Any, mode))
+        client = ResilientClient(ModelSpec(provider="openai", model="m"), cast(Any, Provider), cache=cache)
+        answer = await client.generate(ModelRequest(purpose="simulator", messages=[Message(role="user", content="a")]))
+        assert answer.adapted == adapted
+    assert len([each for each in copied if isinstance(each, ModelResponse)]) == (2 if adapted else 0)
+    [entry] = (tmp_path / "use").glob("*/*.json")
+    assert json.loads(entry.read_text())["response"] == {
+        "text": "hi", "tool_calls": [], "finish_reason": None, "usage": {"input_tokens": 0, "output_tokens": 0},
+        "provider": "openai", "model": "m", "cost_usd": 0.0, "cached": False, "fake": False}
+    assert not list((tmp_path / "off").glob("**/*.json"))

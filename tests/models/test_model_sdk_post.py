@@ -164,3 +164,128 @@ async def test_a_wrapped_create_sees_every_call(recorder: tuple[Recorder, str]) 
         AsyncCompletions.create = own  # type: ignore[method-assign]
         await provider.aclose()
     assert calls == ["m", "m"]
+
+
+@pytest.mark.parametrize("base_url", ["http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1/", "http://127.0.0.1:9",
+                                      "https://models.example/openai/v1", "http://127.0.0.1:9/v1?tenant=a b"])
+async def test_the_post_path_sends_to_the_url_the_sdk_makes_of_its_path(base_url: str) -> None:
+    import openai
+
+    sdk = openai.AsyncOpenAI(api_key="k", base_url=base_url)
+    try:
+        assert _sdk_post.completions_url(sdk) == str(sdk._prepare_url("/chat/completions"))
+    finally:
+        await sdk.close()
+
+
+async def test_the_post_paths_url_is_made_once_a_client(recorder: tuple[Recorder, str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx2
+
+    server, base_url = recorder
+    made: list[object] = []
+    copy_with = httpx2.URL.copy_with
+    monkeypatch.setattr(httpx2.URL, "copy_with", lambda url, **kw: made.append(kw) or copy_with(url, **kw))
+    provider = _provider(base_url)
+    try:
+        await provider.generate(REQUESTS[1])  # the client made (its base_url with its slash), and the URL
+        first = len(made)
+        for _ in range(2):
+            await provider.generate(REQUESTS[1])
+    finally:
+        await provider.aclose()
+    assert len(made) == first  # the SDK merged the path into its base_url on every call
+    assert [seen["path"] for seen in server.seen] == ["/v1/chat/completions"] * 3
+
+
+def test_the_options_a_call_leaves_open_are_given_as_the_sdks_defaults() -> None:
+    from openai._models import FinalRequestOptions  # the SDK's own: what its `post` makes of the options
+
+    given = _sdk_post._defaults()
+    fields = FinalRequestOptions.model_fields
+    for name, value in given.items():
+        default = fields[name].get_default(call_default_factory=True)
+        assert type(value) is type(default) and (value == default or type(value).__name__ == "NotGiven"), name
+    made = FinalRequestOptions.construct(method="post", url="/x", json_data={"a": 1}, **given)
+    left = FinalRequestOptions.construct(method="post", url="/x", json_data={"a": 1})
+    assert {name: repr(getattr(made, name)) for name in fields} == {name: repr(getattr(left, name)) for name in fields}
+
+
+async def test_the_post_path_leaves_no_option_to_be_copied_from_its_default(
+        recorder: tuple[Recorder, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from openai._models import FinalRequestOptions
+    from pydantic.fields import FieldInfo
+
+    _, base_url = recorder
+    theirs = set(map(id, FinalRequestOptions.model_fields.values()))
+    defaulted: list[object] = []
+    get_default = FieldInfo.get_default
+    monkeypatch.setattr(FieldInfo, "get_default", lambda field, *args, **kwargs: (
+        defaulted.append(field) if id(field) in theirs else None) or get_default(field, *args, **kwargs))
+    provider = _provider(base_url)
+    try:
+        await provider.generate(REQUESTS[0])
+    finally:
+        await provider.aclose()
+    assert defaulted == []
+
+
+@pytest.mark.parametrize("answer", [
+    lambda: JSONResponse({"choices": [{"message": {"role": "assistant", "content": "hi"}}]}),
+    lambda: Response('{"choices": [{"message": {"content": "hé"}}]}', media_type="application/vnd.api+json"),
+    lambda: Response("null", media_type="application/json"),
+    lambda: Response('{"choices": []}', media_type="text/plain; charset=utf-8")])
+async def test_the_post_path_reads_the_answer_as_the_sdks_cast_to_object_without_its_response_class(
+        recorder: tuple[Recorder, str], monkeypatch: pytest.MonkeyPatch, answer: Callable[[], Response]) -> None:
+    import openai
+    from openai._response import AsyncAPIResponse
+
+    server, base_url = recorder
+    server.answer = answer
+    sdk = openai.AsyncOpenAI(api_key="k", base_url=base_url, max_retries=0)
+    try:
+        params = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        theirs = await sdk.post("/chat/completions", body=params, cast_to=object)
+        monkeypatch.setattr(AsyncAPIResponse, "parse", lambda *args, **kwargs: pytest.fail("parsed by the SDK"))
+        ours = await _sdk_post.post_completion(sdk, _sdk_post.completions_url(sdk), params, None)
+    finally:
+        await sdk.close()
+    assert ours == theirs and type(ours) is type(theirs)
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"])
+async def test_a_models_timeout_reaches_its_sdk_as_a_timeout_and_is_sent_as_before(
+        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx2
+
+    from tamesu.models.anthropic import AnthropicProvider
+
+    seen: list[dict[str, str]] = []
+
+    async def answer(request: Request) -> Response:
+        seen.append(dict(request.headers))
+        if shape == "anthropic":
+            return JSONResponse({"id": "m", "type": "message", "role": "assistant", "model": "m",
+                                 "stop_reason": "end_turn", "content": [{"type": "text", "text": "hi"}],
+                                 "usage": {"input_tokens": 1, "output_tokens": 1}})
+        return JSONResponse({"choices": [{"message": {"role": "assistant", "content": "hi"}}]})
+
+    server = ThreadServer(Starlette(routes=[Route("/v1/chat/completions", answer, methods=["POST"]),
+                                            Route("/v1/messages", answer, methods=["POST"])])).start()
+    provider: Any = (OpenAIProvider("m", api_key="k", base_url=f"{server.url}/v1", timeout=42.5) if shape == "openai"
+                     else AnthropicProvider("m", api_key="k", base_url=server.url, timeout=42.5))
+    timeouts: list[object] = []
+    transport = type(provider._sdk()._client._transport)
+    handle = transport.handle_async_request
+    monkeypatch.setattr(transport, "handle_async_request", lambda self, request: (
+        timeouts.append(request.extensions["timeout"]), handle(self, request))[1])
+    try:
+        assert (await provider.generate(REQUESTS[1])).text == "hi"
+        sdk_timeout = provider._sdk().timeout
+    finally:
+        await provider.aclose()
+        server.stop()
+    # a Timeout, which httpx2 copies, where a number was checked against SupportsFloat and made one on every call
+    assert isinstance(sdk_timeout, httpx2.Timeout)
+    assert seen[0]["x-stainless-read-timeout"] == "42.5"
+    assert timeouts == [{"connect": 42.5, "read": 42.5, "write": 42.5, "pool": 42.5}]

@@ -34,6 +34,14 @@ def sdk_http_client(tls: TlsSpec | None = None) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(transport=bounded_transport(httpx2, wire, None), **SDK_CLIENT_DEFAULTS)
 
 
+def sdk_timeout(seconds: float) -> httpx2.Timeout:
+    """A model's `timeout` as its SDK client is given it: the same bound on connecting, reading, writing and waiting
+    for a connection that the number alone sets, and the same `x-stainless-read-timeout` header. As a number, httpx2
+    makes it a `Timeout` again for every request, checking it against the `SupportsFloat` protocol on the way
+    (typing's runtime check: some thirty calls a model call); a `Timeout` it copies."""
+    return httpx2.Timeout(seconds)
+
+
 def _resent(request: object, reason: str) -> None:
     """A model call sent again by the wire: nothing to record (it is the same call; the ledger counts answers)."""
 

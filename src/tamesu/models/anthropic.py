@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tamesu.models import _plain
 from tamesu.models._reasoning import split_reasoning
-from tamesu.models._sdk_http import plain, sdk_http_client
+from tamesu.models._sdk_http import plain, sdk_http_client, sdk_timeout
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import (
@@ -68,7 +68,7 @@ class AnthropicProvider(SdkProvider):
             import anthropic  # on the first call: a run that makes none does not pay for the import (72 MB)
 
             self._client = anthropic.AsyncAnthropic(
-                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
+                api_key=self._api_key, base_url=self.base_url, timeout=sdk_timeout(self.timeout),
                 max_retries=0,  # ResilientClient retries, with jittered backoff and a fallback
                 default_headers=self._headers or None, http_client=sdk_http_client(self._tls))
         client: anthropic.AsyncAnthropic = self._client

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from tamesu.models._sdk_http import sdk_http_client
+from tamesu.models._sdk_http import sdk_http_client, sdk_timeout
 from tamesu.models.base import ModelError
 from tamesu.models.openai import OpenAIProvider
 from tamesu.models.spec import ModelSpec
@@ -54,13 +54,17 @@ class AzureOpenAIProvider(OpenAIProvider):
             return self.base_url.rstrip("/").removesuffix("/openai")
         return None
 
+    def _post_url(self, sdk: openai.AsyncOpenAI) -> str:
+        # the path alone: the Azure client puts the deployment's path in front of it (an absolute URL skips that)
+        return "/chat/completions"
+
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
             import openai  # on the first call, as the openai provider does
 
             self._client = openai.AsyncAzureOpenAI(
                 api_key=self._api_key, azure_endpoint=self.base_url or "", api_version=self.api_version,
-                timeout=self.timeout, max_retries=0, default_headers=self._headers or None,
+                timeout=sdk_timeout(self.timeout), max_retries=0, default_headers=self._headers or None,
                 http_client=sdk_http_client(self._tls))
         client: openai.AsyncOpenAI = self._client
         return client

@@ -139,7 +139,8 @@ class ResilientClient:
         if not (response.usage.reported or response.fake or self._record is None):
             self._record("model_usage_missing", model=self.label, purpose=request.purpose)
         if self.cache is not None:  # what this run's server refused is no part of the answer a replay gets
-            self.cache.put(self.spec, request, response.model_copy(update={"adapted": []}))
+            self.cache.put(self.spec, request,
+                           response.model_copy(update={"adapted": []}) if response.adapted else response)
         self._charge(response, request)
         return response
 

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 from tamesu.models import _plain
 from tamesu.models._reasoning import split_reasoning
-from tamesu.models._sdk_http import plain, sdk_http_client
-from tamesu.models._sdk_post import create_is_plain, post_completion
+from tamesu.models._sdk_http import plain, sdk_http_client, sdk_timeout
+from tamesu.models._sdk_post import completions_url, create_is_plain, post_completion
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import openai_part
 from tamesu.models.base import (
@@ -60,6 +60,8 @@ class OpenAIProvider(SdkProvider):
         self._response_format: str = "json_schema"  # json_schema -> json_object -> prompt
         self._max_tokens_param = "max_tokens"
         self._send_seed = True
+        self._posted_to: tuple[object, str] | None = None
+        """The SDK client, and the URL its chat completions are posted to (`_post_url`)."""
 
     @staticmethod
     def _server_message(exc: Any) -> str:
@@ -77,7 +79,7 @@ class OpenAIProvider(SdkProvider):
             import openai  # on the first call: a run that makes none does not pay for the import (43 MB)
 
             self._client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
+                api_key=self._api_key, base_url=self.base_url, timeout=sdk_timeout(self.timeout),
                 max_retries=0,  # ResilientClient retries, with jittered backoff and a fallback model
                 default_headers=self._headers or None, http_client=sdk_http_client(self._tls))
         client: openai.AsyncOpenAI = self._client
@@ -98,7 +100,8 @@ class OpenAIProvider(SdkProvider):
                 # turn's traceparent) go with it unless the model's `headers` set that name (the suite's wins)
                 params, headers = self._params(request), per_request_headers(request, self._own_headers) or None
                 if create_is_plain():  # no instrumentation to see the call: the same request, without create's walk
-                    completion = await post_completion(self._sdk(), params, headers)
+                    sdk = self._sdk()
+                    completion = await post_completion(sdk, self._post_url(sdk), params, headers)
                 else:
                     completion = plain(await self._sdk().chat.completions.create(**params, extra_headers=headers))
             except Exception as exc:
@@ -129,6 +132,13 @@ class OpenAIProvider(SdkProvider):
         vectors = [[float(x) for x in item.embedding] for item in sorted(answer.data, key=lambda item: item.index)]
         used = answer.usage.prompt_tokens if answer.usage is not None else 0
         return Embeddings(vectors=vectors, usage=Usage(input_tokens=used))
+
+    def _post_url(self, sdk: openai.AsyncOpenAI) -> str:
+        """Where `post_completion` sends, worked out once a client (`completions_url`)."""
+        posted_to = self._posted_to
+        if posted_to is None or posted_to[0] is not sdk:
+            posted_to = self._posted_to = (sdk, completions_url(sdk))
+        return posted_to[1]
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         messages = [_wire_message(m) for m in request.messages]

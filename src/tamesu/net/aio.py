@@ -105,12 +105,17 @@ def _classes(module: Any) -> tuple[Any, Any]:
         def __init__(self, response: aiohttp.ClientResponse, request: Any) -> None:
             self._response, self._request = response, request
 
-        async def __aiter__(self) -> AsyncIterator[bytes]:
+        def __aiter__(self) -> Body:
+            return self
+
+        async def __anext__(self) -> bytes:
             try:
-                async for chunk in self._response.content.iter_any():
-                    yield chunk
+                chunk = await self._response.content.readany()
             except Exception as exc:
                 raise mapped(module, exc, self._request.url.host, answered=True, request=self._request) from exc
+            if not chunk:
+                raise StopAsyncIteration
+            return chunk
 
         async def aclose(self) -> None:
             if self._response.content.at_eof():
@@ -140,28 +145,31 @@ def _classes(module: Any) -> tuple[Any, Any]:
         async def handle_async_request(self, request: Any) -> object:
             session = self._session or self._open()
             url = request.url
-            if url.scheme not in ("http", "https"):
-                raise module.UnsupportedProtocol(f"the URL's scheme {url.scheme!r} is not http(s)")
+            scheme, host = url.scheme, url.host  # properties, each worked out from the parsed URL when asked
+            if scheme not in ("http", "https"):
+                raise module.UnsupportedProtocol(f"the URL's scheme {scheme!r} is not http(s)")
             stream = request.stream
             in_memory = isinstance(stream, module.ByteStream)
             body: Any = b"".join(stream) if in_memory else _chunks(stream)  # a redirect's is not read yet
-            headers = [(k, v) for k, v in request.headers.multi_items() if in_memory or k != "transfer-encoding"]
+            headers = header_pairs(request.headers)
+            if not in_memory:
+                headers = [(k, v) for k, v in headers if k != "transfer-encoding"]
             timeouts = request.extensions.get("timeout", {})
             connect, pool = timeouts.get("connect"), timeouts.get("pool")
             timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=timeouts.get("read"),
                                             connect=None if connect is None or pool is None else connect + pool)
-            proxy = proxy_for(url.scheme, url.host)
+            proxy = proxy_for(scheme, host)
             options: dict[str, Any] = {"headers": headers, "data": body or None, "allow_redirects": False,
                                        "timeout": timeout, "proxy": proxy}
-            with_tls(options, self._ssl, url.scheme, proxy)
-            if self._server_name is not None and url.scheme == "https":
+            with_tls(options, self._ssl, scheme, proxy)
+            if self._server_name is not None and scheme == "https":
                 options["server_hostname"] = self._server_name
             on_resend = self._on_resend
             resent = (functools.partial(on_resend, request) if on_resend is not None and in_memory
                       and request.method not in IDEMPOTENT
                       and (self._resend_if is None or self._resend_if(request)) else None)
             response = await send_or_resend(session, request.method, str(url), options, module=module,
-                                            scheme=url.scheme, host=url.host, resent=resent,
+                                            scheme=scheme, host=host, resent=resent,
                                             client_certificate=self._client_certificate, request=request)
             return module.Response(response.status, headers=response.raw_headers, stream=Body(response, request),
                                    extensions={"http_version": b"HTTP/1.1",
@@ -173,6 +181,29 @@ def _classes(module: Any) -> tuple[Any, Any]:
                 await session.close()
 
     return AioTransport, Body
+
+
+def header_pairs(headers: Any) -> list[tuple[str, str]]:
+    """`headers.multi_items()` of a request's httpx or httpx2 `Headers` (each name lower-cased, in order, repeats
+    kept, decoded as ASCII, else UTF-8, else Latin-1: the encoding `Headers` works out when none was set on them, and
+    none is on a request's), in a few calls. `multi_items` works out the encoding (two decodes a header), then asks
+    for it twice a header as it decodes each name and value: some eighty calls of a model call, whose SDK sends some
+    seventeen headers. Here the names, and the values, are joined by a line break and decoded at once; a name or value
+    holding a line break itself (which aiohttp refuses to send: `unsendable_header`) is read by `multi_items`."""
+    raw = headers.raw
+    if not raw:
+        return []
+    names = b"\n".join([name for name, _ in raw]).lower()
+    values = b"\n".join([value for _, value in raw])
+    breaks = len(raw) - 1
+    if names.count(b"\n") != breaks or values.count(b"\n") != breaks:
+        return list(headers.multi_items())
+    for encoding in ("ascii", "utf-8"):
+        try:
+            return list(zip(names.decode(encoding).split("\n"), values.decode(encoding).split("\n"), strict=True))
+        except UnicodeDecodeError:
+            continue
+    return list(zip(names.decode("iso-8859-1").split("\n"), values.decode("iso-8859-1").split("\n"), strict=True))
 
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"})
