@@ -139,7 +139,8 @@ def test_view_opens_the_browser_unless_told_not_to(history: Path, tmp_path: Path
     url = started.url
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not opened.exists():
+        # the shell makes the file, then writes the line: read it once the line is whole
+        while time.monotonic() < deadline and not (opened.exists() and opened.read_text().endswith("\n")):
             time.sleep(0.05)
         assert opened.read_text().strip() == url + "/"
         assert httpx.get(url + "/tests", timeout=5).status_code == 200
