@@ -115,6 +115,9 @@ class TurnAudio(BaseModel):
     """The user talked over this reply from here (a persona's `interrupt_probability`)."""
     agent_stopped_at_ms: float | None = None
     """After that barge-in, when the agent's audio stopped."""
+    barge_in_due_ms: float | None = None
+    """When the persona's behaviour had it talk over this reply (its first speech and the delay drawn):
+    `interrupted_at_ms` later than this is how late the barge-in started (`barge_in_late_ms`)."""
 
 
 class AgentTurn(BaseModel):
@@ -246,6 +249,10 @@ class Session:
         """Who plays the user: audio targets speak with its `voice` and act out its `behaviors`."""
         self.seed = seed
         """The run's seed: behaviours (when to interrupt, how long to pause) repeat with it."""
+        self.next_words: Callable[[], str | None] | None = None
+        """The user side's next words when they are known before the agent answers (a script's next `say`, a
+        case's next static turn), else None: an audio target synthesises them ahead, so a persona that talks
+        over a reply starts when its behaviour drew, not once its words are synthesised."""
 
     @property
     def conversation_trace(self) -> TraceContext | None:

@@ -79,6 +79,7 @@ async def _talk(
         # a browser test's steps are its turns: all of them are taken, whatever max_turns says
         turns_left = max(test.spec.scenario.max_turns, len(test.spec.steps))
         simulator = user if isinstance(user, ModelSimulator) else None  # an ABC's check: once, not every turn
+        session.next_words = lambda: user.upcoming(session.context)  # a voice synthesises them ahead
         while turns_left > 0:
             try:
                 action = await user.next_turn(exchanges, session.context)
