@@ -59,7 +59,8 @@ async def _talk(
     try:
         with agents_side(session):
             await _open(target, session)
-            try:
+            try:  # a script's first `wait_for` waits from here: the greeting is heard within its timeout
+                session.greeting_wait_s = user.listening_from(time.monotonic())
                 greeted_from, first = time.time_ns(), await target.greeting()
             except TurnError as exc:
                 session.event("turn_failed", turn=1, reason=str(exc))

@@ -60,6 +60,12 @@ class UserSimulator(ABC):
         `say`), for a voice to synthesise ahead; None when the answer decides them (a model, a person)."""
         return None
 
+    def listening_from(self, at: float) -> float | None:
+        """The agent is listened to from `at` (monotonic: its greeting, before anything is said): how long the
+        user side waits for its words from then (a script's first `wait_for`, whose timeout counts from there),
+        or None."""
+        return None
+
 
 def file_ref(spec: FileSpec, base_dir: Path) -> FileRef:
     source = spec.path or spec.uri or ""
@@ -116,6 +122,12 @@ class ScriptedUser(UserSimulator):
             if turn is not None:
                 return UserAction(turn=turn, note=heard_note)
         return UserAction(stop="script_done", note=heard_note)
+
+    def listening_from(self, at: float) -> float | None:
+        step = self._steps[0] if self._steps else None
+        if step is None or step.wait_for is None:
+            return None
+        return self._wait.begin(1, step, at)
 
     def upcoming(self, context: Context) -> str | None:
         # past the `wait_for` steps: the words after a wait are said once the agent has said its phrase
@@ -227,6 +239,9 @@ class ModelSimulator(UserSimulator):
 
     def upcoming(self, context: Context) -> str | None:
         return None if self._script.exhausted else self._script.upcoming(context)
+
+    def listening_from(self, at: float) -> float | None:
+        return self._script.listening_from(at)
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         if not self._script.exhausted:

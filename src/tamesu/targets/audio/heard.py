@@ -3,6 +3,8 @@ the socket's small)."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -69,9 +71,14 @@ _EARLIER = {
 }
 
 
-async def transcribed(voice: AudioConversation, heard: Heard) -> str:
+async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0.0, wait_s: float | None = None,
+                      greeting: bool = False) -> str | None:
     """tamesu's speech-to-text of what one listening heard, from the agent's first sound; empty for under
-    0.2 s of it."""
+    0.2 s of it. A listening begun at `started` (monotonic) for a `wait_for` (listening on for `wait_s`, or a
+    greeting a script's first wait is for: `Session.greeting_wait_s`) ends with the wait: None when the words
+    are not transcribed by then, which is said (`transcription_cut`): the speech was heard."""
+    wait = voice.session.greeting_wait_s if greeting else wait_s
+    until = None if wait is None else started + wait
     if not heard.pcm:
         return ""
     import numpy as np
@@ -82,7 +89,22 @@ async def transcribed(voice: AudioConversation, heard: Heard) -> str:
     from tamesu.audio import stt
     from tamesu.audio.clip import Clip
 
-    return await voice.transcribe_now(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0)
+    clip = Clip(samples, stt.WHISPER_RATE)
+    if until is None:
+        return await voice.transcribe_now(clip, heard.spoke_at or 0.0)
+    left = until - time.monotonic()
+    try:
+        if left <= 0:  # a job nothing would wait for: the worker is left to the turns still read
+            raise TimeoutError
+        return await asyncio.wait_for(voice.transcribe_now(clip, heard.spoke_at or 0.0), left)
+    except TimeoutError:
+        cut_ms = round(clip.duration_ms, 1)
+        if voice.current is not None:
+            voice.current.untranscribed_ms = cut_ms
+        voice.session.event("transcription_cut", from_ms=round(heard.spoke_at or 0.0, 1), heard_ms=cut_ms,
+                            note=f"{cut_ms / 1000:.1f}s of the agent's speech was heard but not transcribed before "
+                                 "the wait_for's timeout: the turn's text has none of it")
+        return None
 
 
 def listening_notes(heard: Heard, idle_s: float, fmt: Any, rate_key: str) -> list[tuple[str, dict[str, Any]]]:
