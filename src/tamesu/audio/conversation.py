@@ -16,6 +16,7 @@ engine drives every audio target the same way (docs/voice.md):
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
@@ -414,6 +415,29 @@ class AudioConversation:
         counted with the other transcriptions in the `audio` event."""
         self._hearings.append({"at_ms": round(self.session.now_ms(), 1), "during_call": self._in_call})
         return (await stt.transcribe_off_loop(clip, offset_ms)).text
+
+    async def transcribe_by(self, clip: Clip, offset_ms: float, until: float | None) -> str | None:
+        """`transcribe_now`, done by `until` when given (monotonic: a `wait_for`'s end): else None, and the speech
+        heard but not transcribed is recorded in the current turn (`untranscribed_ms`) and said
+        (`transcription_cut`); a job nothing would wait for is not started (the worker is left to the turns still
+        read), and the words are heard after the call, for the record (`end_turn(heard=None)`). Under 0.2 s: ""."""
+        if clip.duration_ms < 200:
+            return ""
+        if until is None:
+            return await self.transcribe_now(clip, offset_ms)
+        left = until - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return await asyncio.wait_for(self.transcribe_now(clip, offset_ms), left)
+        except TimeoutError:
+            cut_ms = round(clip.duration_ms, 1)
+            if self._current is not None:
+                self._current.untranscribed_ms = cut_ms
+            self.session.event("transcription_cut", from_ms=round(offset_ms, 1), heard_ms=cut_ms,
+                               note=f"{cut_ms / 1000:.1f}s of the agent's speech was heard but not transcribed "
+                                    "before the wait_for's timeout: the turn's text has none of it")
+            return None
 
     def close_barge_in(self) -> float | None:
         """The stop time of the last barge-in, once its reply's audio has ended: interruption_stop_ms."""

@@ -3,8 +3,6 @@ the socket's small)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -89,22 +87,7 @@ async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0
     from tamesu.audio import stt
     from tamesu.audio.clip import Clip
 
-    clip = Clip(samples, stt.WHISPER_RATE)
-    if until is None:
-        return await voice.transcribe_now(clip, heard.spoke_at or 0.0)
-    left = until - time.monotonic()
-    try:
-        if left <= 0:  # a job nothing would wait for: the worker is left to the turns still read
-            raise TimeoutError
-        return await asyncio.wait_for(voice.transcribe_now(clip, heard.spoke_at or 0.0), left)
-    except TimeoutError:
-        cut_ms = round(clip.duration_ms, 1)
-        if voice.current is not None:
-            voice.current.untranscribed_ms = cut_ms
-        voice.session.event("transcription_cut", from_ms=round(heard.spoke_at or 0.0, 1), heard_ms=cut_ms,
-                            note=f"{cut_ms / 1000:.1f}s of the agent's speech was heard but not transcribed before "
-                                 "the wait_for's timeout: the turn's text has none of it")
-        return None
+    return await voice.transcribe_by(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0, until)
 
 
 def listening_notes(heard: Heard, idle_s: float, fmt: Any, rate_key: str) -> list[tuple[str, dict[str, Any]]]:
