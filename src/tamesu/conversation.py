@@ -115,6 +115,12 @@ class TurnAudio(BaseModel):
     """The user talked over this reply from here (a persona's `interrupt_probability`)."""
     agent_stopped_at_ms: float | None = None
     """After that barge-in, when the agent's audio stopped."""
+    untranscribed_ms: float | None = None
+    """The reply's speech heard but not transcribed when its turn's text was taken (a `wait_for`'s timeout came
+    first): the text has none of it; `agent_said` may have it, transcribed once the call was over."""
+    barge_in_due_ms: float | None = None
+    """When the persona's behaviour had it talk over this reply (its first speech and the delay drawn):
+    `interrupted_at_ms` later than this is how late the barge-in started (`barge_in_late_ms`)."""
 
 
 class AgentTurn(BaseModel):
@@ -246,6 +252,13 @@ class Session:
         """Who plays the user: audio targets speak with its `voice` and act out its `behaviors`."""
         self.seed = seed
         """The run's seed: behaviours (when to interrupt, how long to pause) repeat with it."""
+        self.greeting_wait_s: float | None = None
+        """How long the user side waits for the agent's first words from the greeting's start (a script's first
+        `wait_for`): an audio target's greeting is transcribed within it, what is not being said as cut."""
+        self.next_words: Callable[[], str | None] | None = None
+        """The user side's next words when they are known before the agent answers (a script's next `say`, a
+        case's next static turn), else None: an audio target synthesises them ahead, so a persona that talks
+        over a reply starts when its behaviour drew, not once its words are synthesised."""
 
     @property
     def conversation_trace(self) -> TraceContext | None:

@@ -197,6 +197,61 @@ def _three_runs_at_once(keeper: subprocess.Popen[str]) -> None:
     assert _children(keeper.pid) == {kept}
 
 
+_HOLD_WHISPER = ("import asyncio, sys\nfrom tamesu.audio import pool, stt\n"
+                 "asyncio.run(pool.run('load_whisper', stt.model))\n"
+                 "print(0, pool.pids()[0], flush=True)\n"
+                 "sys.stdin.readline()\n")  # a run that has only transcribed, held until the test lets it end
+
+
+def _hold(script: str) -> tuple[subprocess.Popen[str], int]:
+    """A run that borrows a worker (`script`: _HOLD or _HOLD_WHISPER) and holds it: the run and its worker."""
+    run = subprocess.Popen(tied([sys.executable, "-c", script]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    assert run.stdout is not None
+    said = run.stdout.readline().split()
+    assert len(said) == 2, run.communicate(timeout=5)
+    return run, int(said[1])
+
+
+def _let_go(runs: list[subprocess.Popen[str]]) -> None:
+    for run in runs:
+        run.communicate("\n", timeout=60)
+        assert run.returncode == 0, run.stderr
+
+
+def test_the_workers_kept_free_are_the_ones_whose_models_no_other_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # before: the one that served fewest runs ended, whatever it held: two workers with the same Piper voice were
+    # kept and the only one with Whisper ended, for the next run to load it again
+    with _keeper(tmp_path, monkeypatch, "--max-free", "2") as keeper:
+        runs: list[subprocess.Popen[str]] = []
+        try:
+            for _ in range(2):  # two runs at once, twice: two workers with Piper, each lent twice
+                held = [_hold(_HOLD), _hold(_HOLD)]
+                runs += [run for run, _ in held]
+                piper = {worker for _, worker in held}
+                _let_go([run for run, _ in held])
+            assert len(piper) == 2 and _children(keeper.pid) == piper
+            held = [_hold(_HOLD), _hold(_HOLD)]  # both lent again, so a run that transcribes gets a new worker
+            transcriber, whisper = _hold(_HOLD_WHISPER)
+            runs += [*(run for run, _ in held), transcriber]
+            assert {worker for _, worker in held} == piper and whisper not in piper
+            _let_go([*(run for run, _ in held), transcriber])
+        finally:
+            for run in runs:
+                if run.poll() is None:
+                    run.kill()
+                    run.wait()
+        deadline = time.monotonic() + 10
+        while len(_children(keeper.pid)) > 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = _children(keeper.pid)
+        assert len(left) == 2 and whisper in left, (left, whisper, piper)
+        assert len(left & piper) == 1
+        ended = piper - left
+        assert not alive(ended.pop()), "a worker given back beyond --max-free was kept"
+
+
 def test_max_free_must_be_a_count(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "tamesu.audio.keeper", str(tmp_path / "k.socket"), "--max-free",
                            "-1"], capture_output=True, text=True, timeout=60)

@@ -7,12 +7,13 @@ that prints cannot break the pipe's framing. The models load on the first job th
 `PARENT_PID --kept` is a worker of the speech worker keeper (`tamesu.audio.keeper`): its stdin is a socket to
 the keeper, which hands it one run's connection at a time (a file descriptor). It writes its pid to the
 connection, serves that run's jobs over it as above until the run closes it, and tells the keeper it is free
-again with one byte.
+again, with the models it holds (`free_message`), so the keeper ends the worker whose models others hold too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import signal
@@ -23,7 +24,19 @@ from typing import IO, Any
 
 _PR_SET_PDEATHSIG = 1
 FREE = b"f"
-"""What a kept worker sends the keeper when it is ready for a run (started, or its last run gone)."""
+"""What a kept worker's message to the keeper starts with when it is ready for a run (started, or its last run
+gone): then the models it has loaded, as a JSON list, and a newline."""
+
+
+def loaded_models() -> list[str]:
+    """The models this process holds: `whisper`, and `piper:REF` for each Piper voice loaded."""
+    stt, tts = sys.modules.get("tamesu.audio.stt"), sys.modules.get("tamesu.audio.tts")
+    held = ["whisper"] if stt is not None and getattr(stt, "_model", None) is not None else []
+    return held + sorted(f"piper:{ref}" for ref in getattr(tts, "_loaded", {}))
+
+
+def free_message() -> bytes:
+    return FREE + json.dumps(loaded_models()).encode() + b"\n"
 
 
 def _jobs() -> dict[str, Callable[..., Any]]:
@@ -61,7 +74,7 @@ def _kept(jobs: dict[str, Callable[..., Any]]) -> None:
     # the tests); each model loads at its first job (a call's warm-up asks) and stays for the runs after
     keeper = socket.socket(fileno=os.dup(0))
     os.dup2(2, 0)
-    keeper.sendall(FREE)
+    keeper.sendall(free_message())
     while True:
         _, fds, _, _ = socket.recv_fds(keeper, 1, 1)
         if not fds:
@@ -71,7 +84,7 @@ def _kept(jobs: dict[str, Callable[..., Any]]) -> None:
             pickle.dump(os.getpid(), replies, protocol=pickle.HIGHEST_PROTOCOL)
             replies.flush()
             _serve(requests, replies, jobs)
-        keeper.sendall(FREE)
+        keeper.sendall(free_message())
 
 
 def main() -> None:

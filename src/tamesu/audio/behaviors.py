@@ -64,6 +64,11 @@ class Behaviour:
             text = wording.hesitant(text, self._rng)
         return text
 
+    def planned_words(self, text: str) -> str:
+        """The line as `words` says it when no hesitation is drawn, drawing nothing: what a voice can synthesise
+        before the line is due (a hesitation drawn then makes other words, synthesised then)."""
+        return wording.spelled(text) if self.spell_out else text
+
     def interrupts(self) -> float | None:
         """For this agent reply: after how many ms of it the user talks over it, or None."""
         if self.interrupt_probability <= 0 or self._rng.random() >= self.interrupt_probability:

@@ -16,6 +16,7 @@ engine drives every audio target the same way (docs/voice.md):
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
@@ -28,6 +29,7 @@ from tamesu.audio.formats import AudioFormat, frames
 from tamesu.audio.level import SPEECH_RMS, audible, first_sound, rms
 from tamesu.audio.pacing import Pacer, PlaybackClock
 from tamesu.audio.recorder import Recorder
+from tamesu.audio.voices import Voice
 from tamesu.conversation import Session, TurnAudio
 
 WAV_NAME = "audio.wav"
@@ -60,6 +62,15 @@ class AudioConversation:
         self._earlier: tuple[float, str] | None = None
         """The arrival of the last speech of an earlier reply heard while waiting for the next, and why it was."""
         self.barge_ins = 0
+        self._ahead: tuple[str, asyncio.Task[tuple[Clip, Voice]]] | None = None
+        """The next line's words and their synthesis, started as this line is said when the persona may talk
+        over the reply: synthesised once the interrupt came due, its words started seconds late under load."""
+        self._due_ms: float | None = None
+        """When the persona's behaviour has it talk over the reply heard now: its first speech and the delay drawn."""
+        self._late: tuple[float, bool] | None = None
+        """How late the current turn's barge-in started (ms), and whether its words were synthesised ahead."""
+        self._ready = False
+        """The line being said was synthesised ahead, and was ready when it came due."""
         self._reply_audio: dict[int, list[tuple[float, np.ndarray]]] = {}
         """Each turn's reply audio as placed (by the turn's id), transcribed when the turn ends."""
         self._hearing: list[asyncio.Task[None]] = []
@@ -96,7 +107,9 @@ class AudioConversation:
         # the speech is synthesised meanwhile, so the pause is the persona's and not the TTS's
         silence = self.behaviour.silence_ms() if pause else 0.0
         ready_at = (max(self.session.now_ms(), self.playback.cursor_ms) if pause else self.session.now_ms()) + silence
-        clip, voice = await tts.say(text, self.voice_name, self.behaviour.speaking_rate)
+        clip, voice, ready = await self._synthesised(text)
+        self._ready = ready
+        self._synthesise_ahead()
         turn.voice = voice.name
         seed = self.behaviour.noise_seed() if self.behaviour.noise is not None else 0
         # gain, noise and the wire encoding take tens to hundreds of ms of numpy for a sentence: off the event
@@ -110,6 +123,31 @@ class AudioConversation:
         await self.pacer.stream(wire, send_frame)
         turn.user_to_ms = self.session.now_ms()
         return turn
+
+    async def _synthesised(self, text: str) -> tuple[Clip, Voice, bool]:
+        """`text` spoken by the persona's voice; whether it was synthesised ahead (and done by now)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] == text:
+            ready = ahead[1].done()
+            clip, voice = await ahead[1]
+            return clip, voice, ready
+        if ahead is not None:  # other words after all (a hesitation drawn, a captured value changed)
+            ahead[1].cancel()
+        clip, voice = await tts.say(text, self.voice_name, self.behaviour.speaking_rate)
+        return clip, voice, False
+
+    def _synthesise_ahead(self) -> None:
+        """Start synthesising the user side's next words while this line is said and answered, when the persona
+        may talk over the answer: it then talks when its behaviour drew, not once the words are made."""
+        upcoming = self.session.next_words
+        words = upcoming() if upcoming is not None and self.behaviour.interrupt_probability > 0 else None
+        if not words:
+            return
+        words = self.behaviour.planned_words(words)
+        task = asyncio.ensure_future(tts.say(words, self.voice_name, self.behaviour.speaking_rate))
+        # words never said: their synthesis's failure is nobody's (the line said instead fails on its own)
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        self._ahead = (words, task)
 
     def _prepared(self, clip: Clip, seed: int) -> tuple[Clip, list[bytes]]:
         """The utterance as the line carries it: louder or quieter, the noise under it, decoded from the wire
@@ -264,11 +302,15 @@ class AudioConversation:
         """The persona talks over this reply now: enough of it has played, as its behaviour drew."""
         if self._current is None or self._interrupt_after is None or self._heard_from_ms is None:
             return False
-        return self.session.now_ms() - self._heard_from_ms >= self._interrupt_after
+        due = self._heard_from_ms + self._interrupt_after
+        if self.session.now_ms() < due:
+            return False
+        self._due_ms = due
+        return True
 
     def hold_barge_in(self) -> None:
         """The persona talks over nothing more (it has nothing more to say): the reply plays to its end."""
-        self._interrupt_after = None
+        self._interrupt_after = self._due_ms = None
 
     def barge_in(self) -> TurnAudio | None:
         """The user starts talking over the last reply now: the player is flushed (as a client's is) and the
@@ -279,6 +321,7 @@ class AudioConversation:
         now = self.session.now_ms()
         turn.interrupted_at_ms = now
         turn.agent_stopped_at_ms = now
+        self._timed_barge_in(turn, now)
         self.playback.flush(now)
         self.recorder.cut_agent(now)
         if turn.agent_to_ms is not None:
@@ -287,6 +330,23 @@ class AudioConversation:
         self._pending_barge_in = turn
         self.barge_ins += 1
         return turn
+
+    def _timed_barge_in(self, turn: TurnAudio, now: float) -> None:
+        """How late the barge-in into `turn` starts against the time its behaviour drew: in the reply's record,
+        in the barging turn's `barge_in_late_ms`, and said (`barge_in_late`) past BARGE_IN_LATE_MS."""
+        due, self._due_ms = self._due_ms, None
+        if due is None:
+            return
+        turn.barge_in_due_ms = round(due, 3)
+        late = max(0.0, now - due)
+        self._late = (late, self._ready)
+        if late > BARGE_IN_LATE_MS:
+            why = ("its words had been synthesised ahead" if self._ready else
+                   "its words were synthesised only then (a model's line, a hesitation drawn, or their synthesis "
+                   "was still going on)")
+            self.session.event("barge_in_late", late_ms=round(late, 1), due_at_ms=round(due, 1),
+                               at_ms=round(now, 1), words_ready=self._ready,
+                               note=f"the persona talked over the reply {late:.0f} ms after its behaviour drew: {why}")
 
     def played_ms(self) -> int:
         """How much of the last reply the caller has heard (what a truncate says)."""
@@ -315,6 +375,9 @@ class AudioConversation:
             # stop is timed
             self._hear(turn)
         measures: dict[str, float] = {}
+        if self._late is not None and turn is self._current:
+            measures["barge_in_late_ms"] = round(self._late[0], 3)
+        self._late = None
         if turn.agent_from_ms is not None and turn.user_to_ms is not None:
             measures["time_to_first_audio_ms"] = round(max(0.0, turn.agent_from_ms - turn.user_to_ms), 3)
         return turn, measures
@@ -353,6 +416,29 @@ class AudioConversation:
         self._hearings.append({"at_ms": round(self.session.now_ms(), 1), "during_call": self._in_call})
         return (await stt.transcribe_off_loop(clip, offset_ms)).text
 
+    async def transcribe_by(self, clip: Clip, offset_ms: float, until: float | None) -> str | None:
+        """`transcribe_now`, done by `until` when given (monotonic: a `wait_for`'s end): else None, and the speech
+        heard but not transcribed is recorded in the current turn (`untranscribed_ms`) and said
+        (`transcription_cut`); a job nothing would wait for is not started (the worker is left to the turns still
+        read), and the words are heard after the call, for the record (`end_turn(heard=None)`). Under 0.2 s: ""."""
+        if clip.duration_ms < 200:
+            return ""
+        if until is None:
+            return await self.transcribe_now(clip, offset_ms)
+        left = until - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return await asyncio.wait_for(self.transcribe_now(clip, offset_ms), left)
+        except TimeoutError:
+            cut_ms = round(clip.duration_ms, 1)
+            if self._current is not None:
+                self._current.untranscribed_ms = cut_ms
+            self.session.event("transcription_cut", from_ms=round(offset_ms, 1), heard_ms=cut_ms,
+                               note=f"{cut_ms / 1000:.1f}s of the agent's speech was heard but not transcribed "
+                                    "before the wait_for's timeout: the turn's text has none of it")
+            return None
+
     def close_barge_in(self) -> float | None:
         """The stop time of the last barge-in, once its reply's audio has ended: interruption_stop_ms."""
         turn = self._pending_barge_in
@@ -369,6 +455,9 @@ class AudioConversation:
         """Write audio.wav, transcribe the agent's replies, and compute the run's audio metrics (into
         the session's counters, which the engine reads after close)."""
         self._in_call = False
+        if self._ahead is not None:  # words the conversation never came to
+            self._ahead[1].cancel()
+            self._ahead = None
         self._lag.release()
         paced = {**self.pacer.lateness(), **self._lag.since(self._lag_mark)}
         self.session.artifacts_dir.mkdir(parents=True, exist_ok=True)
@@ -392,6 +481,9 @@ class AudioConversation:
         return result
 
 
+BARGE_IN_LATE_MS = 250.0
+"""A barge-in this much later than its behaviour drew is said (`barge_in_late`): a fifth of the range the delay is
+drawn from (300-1200 ms of the reply)."""
 TAIL_GAP_MS = 300.0
 """A talked-over reply's audio that comes this soon after its last chunk is still its tail (chunks come every 20
 to 100 ms, in bursts further apart on a loaded machine); later, after the caller stopped, it is the next

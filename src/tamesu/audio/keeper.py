@@ -16,8 +16,11 @@ it was lent; the keeper starts another when one is next asked for.
 
 Many runs at once need a worker each (two a run: synthesis and transcription), ~270 MB apiece once a model is
 loaded; kept free between the peaks they held that memory for nothing (13 workers after a test suite at -n 4).
-At most `--max-free` workers stay free: one given back beyond that ends, the one that served fewest runs first
-(a worker started for a run that found another free has loaded nothing). The total while runs overlap is not
+At most `--max-free` workers stay free: one given back beyond that ends, the one whose models other free workers
+hold too first (each tells the keeper what it holds as it is given back), so one of each model stays loaded (ended
+by the runs it served, it kept two Piper workers and ended the only one with Whisper, which the next run loaded
+again); among those alike, the one that served fewest runs (a worker started for a run that found another free
+has loaded nothing). The total while runs overlap is not
 capped: a run holds one worker while it asks for its second, so runs waiting for a worker could wait on each
 other until their jobs time out, and a run turned away would start a worker of its own, as big.
 """
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import selectors
 import signal
@@ -59,6 +63,10 @@ class _Kept:
         self.state = "loading"
         """loading (starting up), free, or lent (to a run)."""
         self.served = 0
+        self.models: frozenset[str] = frozenset()
+        """The models it said it holds when it was last given back (`_worker.loaded_models`)."""
+        self.said = b""
+        """What it has sent of its next message."""
 
     def lend(self, run: socket.socket) -> bool:
         """Hand `run`'s connection to this worker; False when it has gone meanwhile."""
@@ -114,11 +122,16 @@ class Keeper:
 
     def _heard(self, kept: _Kept) -> None:
         try:
-            said = kept.socket.recv(1)
+            said = kept.socket.recv(4096)
         except OSError:
             said = b""
-        if said == FREE:
-            kept.state = "free"
+        if said:
+            kept.said += said
+            while b"\n" in kept.said:
+                line, kept.said = kept.said.split(b"\n", 1)
+                if line.startswith(FREE):
+                    kept.state = "free"
+                    kept.models = _models(line[len(FREE):])
             return
         # it died: killed by the run it was lent to (a job that hung), or before it was ready, when the
         # run that waits longest for it is told (its connection closed: "the speech worker died")
@@ -144,9 +157,11 @@ class Keeper:
             kept = _Kept()
             self.kept.append(kept)
             self.selector.register(kept.socket, selectors.EVENT_READ, kept)
-        free = sorted((kept for kept in self.kept if kept.state == "free"), key=lambda kept: kept.served)
-        for kept in free[:max(len(free) - self.max_free, 0)]:
-            self._end(kept)
+        free = [kept for kept in self.kept if kept.state == "free"]
+        while len(free) > self.max_free:
+            ended = min(free, key=lambda kept: (len(_only_holder(kept, free)), len(kept.models), kept.served))
+            free.remove(ended)
+            self._end(ended)
 
     def close(self) -> None:
         for run in self.waiting:
@@ -156,6 +171,20 @@ class Keeper:
         self.listener.close()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+
+
+def _only_holder(kept: _Kept, free: list[_Kept]) -> frozenset[str]:
+    """The models `kept` holds that no other of the `free` workers does: ending it, a run would load them again."""
+    others = frozenset().union(*(other.models for other in free if other is not kept))
+    return kept.models - others
+
+
+def _models(text: bytes) -> frozenset[str]:
+    try:
+        names = json.loads(text or b"[]")
+    except ValueError:
+        return frozenset()
+    return frozenset(str(name) for name in names) if isinstance(names, list) else frozenset()
 
 
 def main(argv: list[str] | None = None) -> None:

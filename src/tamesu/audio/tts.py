@@ -19,6 +19,7 @@ calls already talking. A kept recording is read-only: a caller's gain and noise 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import shutil
 import threading
@@ -84,6 +85,10 @@ async def _espeak_say(voice: Voice, text: str, rate: float = 1.0) -> Clip:
         process.kill()
         await process.wait()
         raise SpeechError(f"espeak-ng took longer than {SYNTHESIS_TIMEOUT_S:g}s") from None
+    except asyncio.CancelledError:  # words no longer wanted (a line synthesised ahead, then not said): no orphan
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        raise
     if process.returncode != 0:
         raise SpeechError(f"espeak-ng failed: {err.decode(errors='replace').strip()[:200]}")
     with wave.open(io.BytesIO(out)) as wav:

@@ -59,7 +59,8 @@ async def _talk(
     try:
         with agents_side(session):
             await _open(target, session)
-            try:
+            try:  # a script's first `wait_for` waits from here: the greeting is heard within its timeout
+                session.greeting_wait_s = user.listening_from(time.monotonic())
                 greeted_from, first = time.time_ns(), await target.greeting()
             except TurnError as exc:
                 session.event("turn_failed", turn=1, reason=str(exc))
@@ -79,6 +80,7 @@ async def _talk(
         # a browser test's steps are its turns: all of them are taken, whatever max_turns says
         turns_left = max(test.spec.scenario.max_turns, len(test.spec.steps))
         simulator = user if isinstance(user, ModelSimulator) else None  # an ABC's check: once, not every turn
+        session.next_words = lambda: user.upcoming(session.context)  # a voice synthesises them ahead
         while turns_left > 0:
             try:
                 action = await user.next_turn(exchanges, session.context)

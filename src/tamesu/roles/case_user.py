@@ -134,6 +134,12 @@ class CaseUser(UserSimulator):
 
     # -- the next turn ----------------------------------------------------------------------------------
 
+    def upcoming(self, context: Context) -> str | None:
+        # a multi-turn case's static turns come in order; a dynamic case's and the simulator's are decided later
+        if self.mode == "multi_turn" and self._said < len(self._static):
+            return self._static[self._said].text or None
+        return None
+
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         mode = self.mode
         if not exchanges and not self._static and mode != "dynamic":

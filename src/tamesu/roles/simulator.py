@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from tamesu.conversation import Exchange, FileRef, UserTurn
+from tamesu.errors import TemplateError
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured, json_schema_of
 from tamesu.packs import AttackSpec
@@ -53,6 +54,17 @@ class UserSimulator(ABC):
 
     @abstractmethod
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction: ...
+
+    def upcoming(self, context: Context) -> str | None:
+        """The words of the next user turn when they are known before the agent answers (a script's next
+        `say`), for a voice to synthesise ahead; None when the answer decides them (a model, a person)."""
+        return None
+
+    def listening_from(self, at: float) -> float | None:
+        """The agent is listened to from `at` (monotonic: its greeting, before anything is said): how long the
+        user side waits for its words from then (a script's first `wait_for`, whose timeout counts from there),
+        or None."""
+        return None
 
 
 def file_ref(spec: FileSpec, base_dir: Path) -> FileRef:
@@ -110,6 +122,24 @@ class ScriptedUser(UserSimulator):
             if turn is not None:
                 return UserAction(turn=turn, note=heard_note)
         return UserAction(stop="script_done", note=heard_note)
+
+    def listening_from(self, at: float) -> float | None:
+        step = self._steps[0] if self._steps else None
+        if step is None or step.wait_for is None:
+            return None
+        return self._wait.begin(1, step, at)
+
+    def upcoming(self, context: Context) -> str | None:
+        # past the `wait_for` steps: the words after a wait are said once the agent has said its phrase
+        for step in self._steps[self._next:]:
+            if step.say is not None:
+                try:
+                    return context.render_text(step.say) or None
+                except TemplateError:  # `{{captured.x}}` the agent's answer has not given yet
+                    return None
+            if step.dtmf or step.data is not None or step.files:
+                return None
+        return None
 
     def _turn(self, step: ScriptStep, context: Context) -> UserTurn | None:
         text = context.render_text(step.say) if step.say is not None else ""
@@ -206,6 +236,12 @@ class ModelSimulator(UserSimulator):
     @property
     def last_reasoning(self) -> str | None:
         return self.reasoning[-1] if self.reasoning else None
+
+    def upcoming(self, context: Context) -> str | None:
+        return None if self._script.exhausted else self._script.upcoming(context)
+
+    def listening_from(self, at: float) -> float | None:
+        return self._script.listening_from(at)
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         if not self._script.exhausted:

@@ -55,13 +55,16 @@ def heard(expected: str, turns: list[Exchange], step: ScriptStep) -> str | None:
 def what_was_said(expected: str, turns: list[Exchange], step: ScriptStep) -> str:
     """The agent's words for a failure's one line, with the nearest it came to the phrase in speech."""
     said = " / ".join(e.agent.text.strip() for e in turns if e.agent.text.strip())
+    # speech heard and not yet transcribed when the wait ended is no silence: the words may be in it
+    cut = sum(e.agent.audio.untranscribed_ms or 0.0 for e in turns if e.agent.audio is not None)
+    untranscribed = f" ({cut / 1000:.1f}s of its speech was heard but not transcribed by then)" if cut else ""
     if not said:
-        return "the agent said nothing"
+        return "the agent said nothing" + untranscribed
     line = f"the agent said {said[:_SHOWN] + ('…' if len(said) > _SHOWN else '')!r}"
     spoken = [Heard(e.index, e.agent.text) for e in turns if e.agent.spoken and e.agent.text]
     if spoken and step.match != "exact" and (near := closest(expected, spoken)) is not None:
         line += f" (closest: {near.quote!r}, {near.matched} of {near.words} words)"
-    return line.replace("\n", " ")
+    return (line + untranscribed).replace("\n", " ")
 
 
 @dataclass
@@ -80,6 +83,13 @@ class WaitFor:
 
     def __init__(self) -> None:
         self._waiting: Waiting | None = None
+
+    def begin(self, number: int, step: ScriptStep, at: float) -> float:
+        """Step `number` waits from `at` (monotonic: the greeting it may be in began then), not from its first
+        look: a greeting heard and transcribed slowly is part of the wait. Returns its timeout."""
+        timeout = step.timeout if step.timeout is not None else DEFAULT_TIMEOUT
+        self._waiting = Waiting(number, at, at + timeout, -1)  # its first look listens on, as a first look does
+        return timeout
 
     def keep_listening(self, number: int, step: ScriptStep, exchanges: list[Exchange]) -> float | None:
         """Seconds more to listen for step `number`, or None when the wait is over: its timeout passed, or

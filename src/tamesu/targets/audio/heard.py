@@ -69,9 +69,14 @@ _EARLIER = {
 }
 
 
-async def transcribed(voice: AudioConversation, heard: Heard) -> str:
+async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0.0, wait_s: float | None = None,
+                      greeting: bool = False) -> str | None:
     """tamesu's speech-to-text of what one listening heard, from the agent's first sound; empty for under
-    0.2 s of it."""
+    0.2 s of it. A listening begun at `started` (monotonic) for a `wait_for` (listening on for `wait_s`, or a
+    greeting a script's first wait is for: `Session.greeting_wait_s`) ends with the wait: None when the words
+    are not transcribed by then, which is said (`transcription_cut`): the speech was heard."""
+    wait = voice.session.greeting_wait_s if greeting else wait_s
+    until = None if wait is None else started + wait
     if not heard.pcm:
         return ""
     import numpy as np
@@ -82,7 +87,7 @@ async def transcribed(voice: AudioConversation, heard: Heard) -> str:
     from tamesu.audio import stt
     from tamesu.audio.clip import Clip
 
-    return await voice.transcribe_now(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0)
+    return await voice.transcribe_by(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0, until)
 
 
 def listening_notes(heard: Heard, idle_s: float, fmt: Any, rate_key: str) -> list[tuple[str, dict[str, Any]]]:

@@ -369,17 +369,16 @@ class AudioSocketTarget(Target[SpecT]):
         # without a flood too: a stream at another rate read by a starved tamesu can span more than its length
         if problem := self._pace_problem(heard, flood):
             raise TurnError(problem, raw=heard.controls)
-        own = self._own_words(heard)
+        own, words = self._own_words(heard), None
         if interrupted and not own:
-            # the user starts talking over it now: transcribing first would hold the barge-in back by Whisper's
-            # time (seconds on a loaded machine) while the reply went on playing, and would hear only the audio
-            # that had come by then; its text is what the caller heard up to the barge-in (take_what_was_heard)
-            turn.text = ""
+            # the user talks over it now: transcribing first held the barge-in back by Whisper's time (seconds, loaded)
+            # and heard only what had come; its text is what the caller heard up to the barge-in (take_what_was_heard)
             self._heard_after_stop.append(turn)
-        else:
-            turn.text = own or await transcribed(self._require_voice(), heard)
+        else:  # a `wait_for` listening ends at its timeout, the transcription too (what it did not hear is said)
+            words = own or await transcribed(self._require_voice(), heard, started, wait_s, greeting)
+        turn.text = words or ""
         turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]
-        record, measures = self._require_voice().end_turn(heard=None if own or interrupted else turn.text)
+        record, measures = self._require_voice().end_turn(heard=None if own or words is None else turn.text)
         turn.audio, turn.measures = record, measures
         turn.ended = ended
         if greeting and heard.spoke_at is not None and "greeting_ms" not in self._metrics:

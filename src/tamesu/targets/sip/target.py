@@ -352,7 +352,7 @@ class SipTarget(Target[SipSpec]):
         `max_duration`. With `limit`, None when the agent has not started speaking within that many seconds."""
         assert self._session is not None
         session = self._session
-        voice = self._require_voice()
+        voice, started = self._require_voice(), time.monotonic()
         audio_turn = voice.current
         self._open_line()
 
@@ -372,12 +372,17 @@ class SipTarget(Target[SipSpec]):
         if (first and heard.spoke_at is not None and self._answered is not None
                 and "greeting_ms" not in self._metrics):
             self._metrics["greeting_ms"] = self._greeting_ms(heard.spoke_at)
-        from tamesu.audio import stt  # numpy: not at the top, so `schema`/`init` read the spec without it
+        from tamesu.audio.clip import Clip  # numpy: not at the top, so `schema`/`init` read the spec without it
+        from tamesu.audio.level import pcm16
 
-        turn.text = await stt.heard_in(heard.pcm, 8000, self.to_ms(heard.spoke_at or time.monotonic()))
+        # a `wait_for` (listening on for `limit`, or a first one for the greeting) ends with its transcription
+        wait = session.greeting_wait_s if first else limit
+        words = await voice.transcribe_by(Clip(pcm16(heard.pcm), 8000), self.to_ms(heard.spoke_at or time.monotonic()),
+                                          None if wait is None else started + wait)
+        turn.text = words or ""
         turn.raw = [{"speech_ms": round(len(heard.pcm) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
-            record, measures = voice.end_turn(heard=turn.text)
+            record, measures = voice.end_turn(heard=None if words is None else turn.text)
             turn.audio, turn.measures = record, measures
         if self._ended_by is not None:
             turn.ended = True

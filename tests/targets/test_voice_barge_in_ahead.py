@@ -1,0 +1,92 @@
+"""A persona that talks over the reference Realtime agent's reply starts when its behaviour drew, not once its words
+are synthesised: a script's next line is synthesised while the line before it is said and answered. A long line
+(seconds of Piper's CPU) was synthesised only once the interrupt came due, and the barge-in started that much late.
+When the words could not be made ahead (a hesitation drawn makes other words) the lateness is measured and said."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+
+from agents.voice import needs_voice, realtime_agent  # noqa: F401  (a fixture)
+
+pytestmark = [pytest.mark.audio, needs_voice, pytest.mark.timeout(360)]
+
+FIRST = ("Good evening, this is Maria calling about dinner for my family. Before I decide anything at all, could "
+         "you please tell me what is on the menu tonight, and whether you have anything for children?")
+"""About 10 s of speech, said in real time whatever the load: with the agent's 3 s wait, the time the next line
+has to be synthesised in."""
+LONG = ("Sorry to talk over you, but I would much rather book a table for four people on Friday evening, somewhere "
+        "quiet near the window if you have one, because we are celebrating a birthday.")
+"""About 9 s of speech: seconds of Piper's synthesis on a loaded machine (20 s seen for twice as long at load 16),
+made only once the interrupt came due, the barge-in started that late."""
+BOUND_MS = 600.0
+"""The barge-in starts this close to the time drawn once its words are ready: the turn's end is polled every 20 ms,
+then the words are gained and encoded (tens of ms, more on a loaded machine)."""
+
+
+def _results(out: Path) -> dict[str, dict[str, Any]]:
+    found = [json.loads(p.read_text()) for p in out.rglob("result.json")]
+    return {r["test"]: r for r in found}
+
+
+def test_a_scripted_barge_in_starts_when_its_behaviour_drew(tamesu: Callable, tmp_path: Path,
+                                                            realtime_agent: str) -> None:  # noqa: F811
+    from tamesu.audio.conversation import BARGE_IN_LATE_MS  # the voice extra's numpy
+
+    # the agent takes its caller's words as given (no Whisper of its own) and answers after 3 s, as a slow model
+    # would: the caller's first line and that wait are the time its next words have to be made in
+    url = realtime_agent + "?" + urlencode({"heard": "What is on the menu tonight|I want to book a table",
+                                            "reply_delay_ms": 3000})
+    suite = tmp_path / "ahead.tamesu.yaml"
+    suite.write_text(f"""
+targets:
+  bella: {{ type: realtime, url: "{url}", mode: audio, audio_format: pcm16, turn_detection: commit }}
+tests:
+  - name: on time
+    target: bella
+    persona: {{ behaviors: {{ interrupt_probability: 1 }} }}
+    scenario: {{ script: [ {{ say: "{FIRST}" }}, {{ say: "{LONG}" }} ] }}
+  - name: hesitant
+    target: bella
+    persona: {{ behaviors: {{ interrupt_probability: 1, disfluency: 1 }} }}
+    scenario: {{ script: [ {{ say: "{FIRST}" }}, {{ say: "{LONG}" }} ] }}
+""", encoding="utf-8")
+    out = tmp_path / "out"
+    done = tamesu(["run", str(suite), "--out", str(out), "--parallel", "1"], cwd=tmp_path,
+                  env={"HF_HUB_OFFLINE": "1"}, timeout=300)
+    assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    results = _results(out)
+
+    on_time = results["on time"]
+    first, second = (turn["agent"] for turn in on_time["turns"][:2])
+    talked_over = first["audio"]
+    assert talked_over["interrupted_at_ms"] is not None, on_time["turns"]
+    due = talked_over["barge_in_due_ms"]
+    late = talked_over["interrupted_at_ms"] - due
+    print("on time: the barge-in started", round(late, 1), "ms after its drawn time")
+    assert 0 <= late <= BOUND_MS, (late, on_time["events"])
+    assert second["measures"]["barge_in_late_ms"] == pytest.approx(late, abs=0.01)
+    assert on_time["metrics"]["barge_in_late_ms_max"] == pytest.approx(late, abs=0.01)
+    # the drawn time is the reply's first speech and the delay drawn (300-1200 ms of it)
+    assert 300 <= due - talked_over["agent_from_ms"] <= 1200 + 100, talked_over
+    said = [e["data"] for e in on_time["events"] if e["name"] == "barge_in_late"]
+    assert len(said) == (late > BARGE_IN_LATE_MS), said
+    assert all(e["words_ready"] is True for e in said), said  # late past the bound only for a starved machine
+
+    # a hesitation drawn as the line comes due makes words nobody could synthesise ahead: late, and said so
+    hesitant = results["hesitant"]
+    talked_over = hesitant["turns"][0]["agent"]["audio"]
+    late = talked_over["interrupted_at_ms"] - talked_over["barge_in_due_ms"]
+    print("hesitant: the barge-in started", round(late, 1), "ms after its drawn time")
+    assert hesitant["turns"][1]["agent"]["measures"]["barge_in_late_ms"] == pytest.approx(late, abs=0.01)
+    (said,) = [e["data"] for e in hesitant["events"] if e["name"] == "barge_in_late"]
+    assert said["late_ms"] == pytest.approx(late, abs=0.1) and said["words_ready"] is False, said
+    assert said["note"].startswith(f"the persona talked over the reply {late:.0f} ms after its behaviour drew: "
+                                   "its words were synthesised only then"), said
+    assert "1 barge-in started later than the persona's behaviour drew" in done.stdout, done.stdout
