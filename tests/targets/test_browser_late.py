@@ -117,8 +117,10 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   for (;;) await (await fetch("/echo?d=700&t=text/plain&m=news")).text();
 });
 </script></body></html>""",
-    # a widget in an iframe that takes itself away 0.9 s after it answered, while the look after the last turn
-    # watches it (the answer 300 ms after the words: the look watches until some 1.7 s after them)
+    # a widget in an iframe that takes itself away 1.5 s after it answered, while the look after the last turn
+    # watches it (the answer 1.5 s after the words: the look watches past the slowest answer and half, some 2.6 s
+    # after the turn; the turn itself ends 0.4 s after the answer, with a second to spare on a loaded machine: at
+    # 0.3 + 0.9 s the iframe went in one CI run before a loaded turn 1 had read its answer)
     "leaves.html": '<!doctype html><html><body><h1>Shop</h1><iframe title="Chat" src="leaving.html"></iframe>'
                    '</body></html>',
     "leaving.html": """<!doctype html><html><body><div id="log"></div>
@@ -128,9 +130,9 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   event.preventDefault();
   const input = document.getElementById("q"), asked = input.value;
   input.value = "";
-  await sleep(300);
+  await sleep(1500);
   say("Answer to " + asked + ".");
-  await sleep(900);
+  await sleep(1500);
   parent.document.querySelector("iframe").remove();
 });
 </script></body></html>""",
