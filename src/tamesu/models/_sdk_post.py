@@ -19,34 +19,53 @@ instrumentation installed and counts a span per call.
 from __future__ import annotations
 
 import functools
+import importlib
 import types
 from pathlib import Path
 from typing import Any
 
 import httpx2
 
-_OWN: dict[str, object] = {}
-"""The SDK's own `create` once seen, so the check per call is one identity comparison."""
+
+class _Create:
+    """One SDK's async `create`: its class, found once, and the SDK's own function, once seen, so the check per
+    call is two identity comparisons (an `import` of the class on every call ran the import machinery each time)."""
+
+    def __init__(self, package: str, module: str, name: str) -> None:
+        self._package, self._module, self._name = package, module, name
+        self._resource: type | None = None
+        self._own: object = None
+
+    def resource(self) -> type:
+        """The class whose `create` an instrumentation wraps (importing it: the SDKs' clients leave it to their
+        first call)."""
+        found = self._resource
+        if found is None:
+            found = self._resource = getattr(importlib.import_module(self._module), self._name)
+        return found
+
+    def plain(self) -> bool:
+        """True when the class's `create` is the SDK's own function (no instrumentation wraps it)."""
+        found = (self._resource or self.resource()).__dict__.get("create")
+        if found is not None and found is self._own:
+            return True
+        # wrapt's wrappers (the OTel and OpenLLMetry instrumentations) are not plain functions; a plain wrapper
+        # (functools.wraps) has its code outside the SDK's package
+        if type(found) is not types.FunctionType:
+            return False
+        package = Path(importlib.import_module(self._package).__file__ or "").resolve().parent
+        if not Path(found.__code__.co_filename).resolve().is_relative_to(package):
+            return False
+        self._own = found
+        return True
+
+
+_COMPLETIONS = _Create("openai", "openai.resources.chat.completions", "AsyncCompletions")
 
 
 def create_is_plain() -> bool:
-    """True when `AsyncCompletions.create` is the SDK's own function (no instrumentation wraps it)."""
-    from openai.resources.chat.completions import AsyncCompletions
-
-    found = AsyncCompletions.__dict__.get("create")
-    if found is not None and found is _OWN.get("create"):
-        return True
-    # wrapt's wrappers (the OTel and OpenLLMetry instrumentations) are not plain functions; a plain wrapper
-    # (functools.wraps) has its code outside the SDK's package
-    if type(found) is not types.FunctionType:
-        return False
-    import openai
-
-    package = Path(openai.__file__).resolve().parent
-    if not Path(found.__code__.co_filename).resolve().is_relative_to(package):
-        return False
-    _OWN["create"] = found
-    return True
+    """True when `AsyncCompletions.create` is the openai SDK's own function (no instrumentation wraps it)."""
+    return _COMPLETIONS.plain()
 
 
 def completions_url(sdk: Any) -> str:
