@@ -143,7 +143,7 @@ def test_a_wrapped_create_is_seen() -> None:
     assert _sdk_post.create_is_plain()
 
 
-@pytest.mark.parametrize("check", [_sdk_post.create_is_plain])
+@pytest.mark.parametrize("check", [_sdk_post.create_is_plain, _sdk_post.messages_create_is_plain])
 def test_the_check_finds_the_class_once_and_imports_nothing_a_call(check: Callable[[], bool],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
