@@ -1,12 +1,13 @@
 """Python calls per turn, counted, not timed: what a scripted REST turn and a persona turn cost tamesu, by package.
 
-    python bench/turn_calls.py [--workload rest|persona|both] [--small 100] [--large 300] [--at-once 100]
-                               [--top 25] [--json FILE] [--keep DIR] [--floor]
+    python bench/turn_calls.py [--workload rest|persona|both] [--shape openai|anthropic] [--small 100]
+                               [--large 300] [--at-once 100] [--top 25] [--json FILE] [--keep DIR] [--floor]
 
-Each workload (`bench/run.py`'s scripted REST suite, `bench/persona.py`'s OpenAI-shaped persona suite, 5 turns a
-conversation, run folders on tmpfs) runs twice under cProfile (`tamesu run` in a process of its own, the servers in
-theirs), at `--small` and `--large` conversations; the difference of the two profiles' call counts divided by the
-extra turns is one turn's own work, start-up and the run's end cancelled out. A call count does not move with the
+Each workload (`bench/run.py`'s scripted REST suite, `bench/persona.py`'s persona suite, its simulated user's model
+OpenAI-shaped or, `--shape anthropic`, Anthropic-shaped; 5 turns a conversation, run folders on tmpfs) runs twice
+under cProfile (`tamesu run` in a process of its own, the servers in theirs), at `--small` and `--large`
+conversations; the difference of the two profiles' call counts divided by the extra turns is one turn's own work,
+start-up and the run's end cancelled out. A call count does not move with the
 machine's load, so two commits can be compared on a shared machine where their timings cannot (issue 28's seventh
 pass). What still moves a little: how many reads a socket's bytes take and how often the loop wakes at 100 at once.
 
@@ -44,11 +45,13 @@ from run import write_suite as rest_suite  # noqa: E402
 TURNS = 5
 KEEP: Path | None = None
 """`--keep`: the folder the profiles are copied to (for pstats or snakeviz), else they go with the run."""
+SDK_GROUP = "openai/httpx"
+"""The report's name for the model SDK and httpx2 beneath it: `anthropic/httpx` with `--shape anthropic`."""
 _STDLIB = sysconfig.get_paths()["stdlib"]
-_PACKAGES = ("tamesu", "aiohttp", "multidict", "yarl", "openai", "httpx2", "httpx", "httpcore", "anyio", "pydantic",
-             "pydantic_core", "ruamel", "yaml", "sqlalchemy", "jinja2", "markupsafe", "rich", "opentelemetry",
-             "typing_extensions", "distro", "sniffio", "certifi", "truststore", "propcache", "aiohappyeyeballs",
-             "frozenlist", "aiosignal")
+_PACKAGES = ("tamesu", "aiohttp", "multidict", "yarl", "openai", "anthropic", "httpx2", "httpx", "httpcore", "anyio",
+             "pydantic", "pydantic_core", "ruamel", "yaml", "sqlalchemy", "jinja2", "markupsafe", "rich",
+             "opentelemetry", "typing_extensions", "distro", "sniffio", "certifi", "truststore", "propcache",
+             "aiohappyeyeballs", "frozenlist", "aiosignal")
 
 
 def _child(profile_out: str, argv: list[str]) -> None:
@@ -108,10 +111,10 @@ def package(filename: str) -> str:
 
 def _group(name: str) -> str:
     """The packages of the report's table."""
+    if name in ("openai", "anthropic", "httpx", "httpx2", "httpcore", "anyio", "sniffio", "distro"):
+        return SDK_GROUP
     return {"multidict": "aiohttp", "yarl": "aiohttp", "propcache": "aiohttp", "aiohappyeyeballs": "aiohttp",
-            "frozenlist": "aiohttp", "aiosignal": "aiohttp", "httpx": "openai/httpx", "httpx2": "openai/httpx",
-            "openai": "openai/httpx", "httpcore": "openai/httpx", "anyio": "openai/httpx",
-            "sniffio": "openai/httpx", "distro": "openai/httpx", "pydantic_core": "pydantic",
+            "frozenlist": "aiohttp", "aiosignal": "aiohttp", "pydantic_core": "pydantic",
             "typing_extensions": "stdlib"}.get(name, name)
 
 
@@ -176,7 +179,7 @@ def profile_run(folder: Path, out_root: Path, suite: Path, parallel: int, extra:
 
 
 def per_turn(folder: Path, out_root: Path, workload: str, small: int, large: int, at_once: int,
-             floor: bool = False) -> tuple[dict[str, float], ...]:
+             floor: bool = False, shape: str = "openai") -> tuple[dict[str, float], ...]:
     """The calls of one turn of `workload`: tamesu's, or (`floor`) the bare aiohttp loop's sending the same."""
     agent = Agent()
     model = ModelServer() if workload == "persona" else None
@@ -185,9 +188,9 @@ def per_turn(folder: Path, out_root: Path, workload: str, small: int, large: int
         for size in (small, large):
             parallel = min(at_once, size)
             if model is not None:
-                suite = persona_suite(folder, model.url, agent.url, "openai", size, TURNS)
+                suite = persona_suite(folder, model.url, agent.url, shape, size, TURNS)
                 extra = ["--no-cache"]
-                script = [str(BENCH / "persona_baseline.py"), model.url, f"{agent.url}/chat", "openai", str(size),
+                script = [str(BENCH / "persona_baseline.py"), model.url, f"{agent.url}/chat", shape, str(size),
                           str(TURNS), str(parallel), "aiohttp"]
             else:
                 suite = rest_suite(folder, agent.url, size, TURNS)
@@ -232,6 +235,8 @@ def main() -> int:
         _child(sys.argv[2], sys.argv[4:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", choices=("rest", "persona", "both"), default="both")
+    parser.add_argument("--shape", choices=("openai", "anthropic"), default="openai",
+                        help="the persona workload's model: OpenAI-shaped (chat completions) or Anthropic-shaped")
     parser.add_argument("--small", type=int, default=100)
     parser.add_argument("--large", type=int, default=300)
     parser.add_argument("--at-once", type=int, default=100)
@@ -241,25 +246,30 @@ def main() -> int:
     parser.add_argument("--floor", action="store_true",
                         help="also count the bare aiohttp loop's turn (bench/baseline_client.py, persona_baseline.py)")
     args = parser.parse_args()
-    global KEEP
+    global KEEP, SDK_GROUP
     KEEP = args.keep
+    SDK_GROUP = f"{args.shape}/httpx"
     folder = Path(tempfile.mkdtemp(prefix="tamesu-calls-"))
     out_root = tmpfs_root() or folder
     figures: dict[str, Any] = {}
     try:
         for workload in ("rest", "persona") if args.workload == "both" else (args.workload,):
             by_package, by_function, out_of_tamesu = per_turn(folder, out_root, workload, args.small, args.large,
-                                                              args.at_once)
+                                                              args.at_once, shape=args.shape)
             figures[workload] = {"calls_per_turn": round(sum(by_package.values()), 1),
                                  "by_package": {k: round(v, 1) for k, v in by_package.items()},
                                  "own_calls_per_turn": round(by_package.get("tamesu", 0)
                                                              + by_package.get("builtins from tamesu", 0), 1),
                                  "tamesu_functions": {k: round(v, 2) for k, v in by_function.items()
                                                       if abs(v) >= 0.01}}
-            print(table(workload, by_package, by_function, out_of_tamesu, args.top), flush=True)
+            if workload == "persona":
+                figures[workload]["shape"] = args.shape
+            title = f"{workload} ({args.shape})" if workload == "persona" else workload
+            print(table(title, by_package, by_function, out_of_tamesu, args.top), flush=True)
             print()
             if args.floor:
-                floor = per_turn(folder, out_root, workload, args.small, args.large, args.at_once, floor=True)[0]
+                floor = per_turn(folder, out_root, workload, args.small, args.large, args.at_once, floor=True,
+                                 shape=args.shape)[0]
                 figures[workload]["floor_calls_per_turn"] = round(sum(floor.values()), 1)
                 figures[workload]["floor_by_package"] = {k: round(v, 1) for k, v in floor.items()}
                 lines = [f"## {workload}, the bare aiohttp loop: {sum(floor.values()):,.0f} calls per turn", "",

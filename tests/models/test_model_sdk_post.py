@@ -143,6 +143,21 @@ def test_a_wrapped_create_is_seen() -> None:
     assert _sdk_post.create_is_plain()
 
 
+@pytest.mark.parametrize("check", [_sdk_post.create_is_plain, _sdk_post.messages_create_is_plain])
+def test_the_check_finds_the_class_once_and_imports_nothing_a_call(check: Callable[[], bool],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    assert check()  # the class found (and the SDK's resource imported) once
+    imported: list[str] = []
+    real = builtins.__import__
+    monkeypatch.setattr(builtins, "__import__", lambda name, *args, **kwargs: (
+        imported.append(name), real(name, *args, **kwargs))[1])
+    for _ in range(3):
+        assert check()
+    assert imported == []  # an `import` on every call ran the import machinery each time (some ten calls)
+
+
 async def test_a_wrapped_create_sees_every_call(recorder: tuple[Recorder, str]) -> None:
     from openai.resources.chat.completions import AsyncCompletions
 

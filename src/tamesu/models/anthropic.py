@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.models import _plain
 from tamesu.models._reasoning import split_reasoning
 from tamesu.models._sdk_http import plain, sdk_http_client, sdk_timeout
+from tamesu.models._sdk_post import messages_create_is_plain, messages_url, post_message
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import (
@@ -53,6 +54,9 @@ class AnthropicProvider(SdkProvider):
     key_variable = "ANTHROPIC_API_KEY"
     call_path = "/v1/messages"
 
+    _posted_to: tuple[object, str | None] | None = None
+    """The SDK client, and the URL its messages are posted to (`_post_url`; None: through `create`)."""
+
     @staticmethod
     def _server_message(exc: Any) -> str:
         return _server_message(exc)
@@ -74,18 +78,27 @@ class AnthropicProvider(SdkProvider):
         client: anthropic.AsyncAnthropic = self._client
         return client
 
+    def prepare(self) -> None:
+        super().prepare()
+        messages_create_is_plain()  # imports the SDK's messages resource too, which its client leaves to the first call
+
     async def generate(self, request: ModelRequest) -> ModelResponse:
         adapted: list[str] = []
         for _ in range(2):
             try:
-                # the SDK's documented call, so its instrumentations see it; the request's own headers (a
-                # turn's traceparent) go with it unless the model's `headers` set that name (the suite's wins)
                 params = self._params(request)
                 # the 2.x SDK no longer names `temperature`; Anthropic-shaped servers still read it
                 extra = {"temperature": params.pop("temperature")} if "temperature" in params else None
-                message = plain(await self._sdk().messages.create(
-                    **params, extra_body=extra,
-                    extra_headers=per_request_headers(request, self._own_headers) or None))
+                # the request's own headers (a turn's traceparent) go with it unless the model's `headers` set that
+                # name (the suite's wins)
+                headers = per_request_headers(request, self._own_headers) or None
+                sdk = self._sdk()
+                # the SDK's documented call while an instrumentation wraps it, so it sees every call; else the same
+                # request through the SDK's `post`, without create's path merge and typed answer (`_sdk_post`)
+                if messages_create_is_plain() and (url := self._post_url(sdk)) is not None:
+                    message = await post_message(sdk, url, params, extra, headers)
+                else:
+                    message = plain(await sdk.messages.create(**params, extra_body=extra, extra_headers=headers))
             except Exception as exc:
                 import anthropic  # a failed call's error is the SDK's (made from the answer): read as it always was
 
@@ -101,16 +114,24 @@ class AnthropicProvider(SdkProvider):
             return response.model_copy(update={"adapted": adapted}) if adapted else response
         raise ModelError(f"anthropic:{self.model}: the server kept refusing the request's parameters")
 
+    def _post_url(self, sdk: anthropic.AsyncAnthropic) -> str | None:
+        """Where `post_message` sends, worked out once a client (`messages_url`)."""
+        posted_to = self._posted_to
+        if posted_to is None or posted_to[0] is not sdk:
+            posted_to = self._posted_to = (sdk, messages_url(sdk, self.model))
+        return posted_to[1]
+
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system" and m.content)
         if request.json_schema is not None:
             instruction = ("Answer with one JSON object only (no prose, no code fence) that fits this JSON schema:\n"
                            + json.dumps(request.json_schema, ensure_ascii=False))
             system = f"{system}\n\n{instruction}" if system else instruction
+        # in the order of `messages.create`'s arguments, the order of the body it sends (`post_message` sends these)
         params: dict[str, Any] = {
-            "model": self.model,
-            "messages": _wire_messages(request.messages),
             "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+            "messages": _wire_messages(request.messages),
+            "model": self.model,
         }
         if system:
             params["system"] = system
