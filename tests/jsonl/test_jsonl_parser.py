@@ -105,8 +105,9 @@ def test_a_json_array_of_cases_is_its_cases_each_where_it_is_written(tmp_path: P
     cases = parse('[\n  {"id": "a", "input": "Hello"},\n  {"id": "b", "turns": [{"input": "x"}]}\n]\n', tmp_path)
     assert [(c.id, c.case.mode, c.line) for c in cases] == [("a", "standard", 2), ("b", "multi_turn", 3)]
     assert problems('[{"id": "a", "input": "hi"},\n {"id": "b", "inptu": "hi"},\n 7]', tmp_path) == [
-        "cases.jsonl:2:14: inptu: not a test case key (did you mean 'input'?)",
-        "cases.jsonl:3:2: a test case is a JSON object with id and input"]
+        # each case's problems begin with its index in the array, as a suite's cases file's rows do
+        "cases.jsonl:2:14: [1].inptu: not a test case key (did you mean 'input'?)",
+        "cases.jsonl:3:2: [2]: a test case is a JSON object with id and input"]
 
 
 def test_a_dynamic_case_takes_the_default_simulator(tmp_path: Path) -> None:
@@ -193,8 +194,8 @@ def test_a_key_written_twice_is_a_problem_where_written(tmp_path: Path) -> None:
                     tmp_path)
     assert said == ["cases.jsonl:1:28: duplicate key 'input'",
                     "cases.jsonl:1:94: assertions[0]: duplicate key 'value'",
-                    "cases.jsonl:3:62: options.metadata: duplicate key 'k'",
-                    "cases.jsonl:3:85: duplicate key 'id'"]
+                    "cases.jsonl:3:62: [0].options.metadata: duplicate key 'k'",  # the array's: its case's index
+                    "cases.jsonl:3:85: [1]: duplicate key 'id'"]
 
 
 def test_the_command_prints_every_problem_and_exits_2(tmp_path: Path) -> None:

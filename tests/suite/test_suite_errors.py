@@ -797,7 +797,9 @@ targets:
 tests:
   - { name: a, target: r, scenario: { script: [ { say: hi } ] } }
 """)
-    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    # set: an unused target's unset variable is a warning, as a used one's is in validate
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path, env={"MCP_URL": "http://127.0.0.1:9/mcp",
+                                                                  "SHOP": "http://127.0.0.1:9"})
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.splitlines() == [
         "suite.yaml:4:25: targets.r.url: url must start with http://, https://, ws:// or wss://",

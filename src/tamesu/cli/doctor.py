@@ -39,6 +39,10 @@ async def _reachable(url: str, timeout: float = 2.0) -> str | None:
     return None
 
 
+_NO_SUITE = ("no suite files match ", "no suite files in ", "the list is empty: name suite files")
+"""How `load_plan` says that nothing named a suite (the project's globs, its empty `suites:`, the paths given)."""
+
+
 async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     from tamesu.plan import load_plan
 
@@ -62,8 +66,9 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
         from tamesu.plan.suites import NOT_A_SUITE
 
         cases_only = all(p.message.startswith(NOT_A_SUITE) for p in exc.problems)
-        # a project with no suite yet (its models written first, as the models page does) is still checked
-        no_suite = not paths and all(p.message.startswith("no suite files match") for p in exc.problems)
+        # a project with no suite yet (its models written first, as the models page does) is still checked,
+        # whatever named none: the default globs, `suites: []` or a folder given (it stopped at those two)
+        no_suite = all(p.message.startswith(_NO_SUITE) for p in exc.problems)
         if not cases_only:
             findings.extend((False, str(p)) for p in exc.problems)
             if not no_suite:
@@ -78,14 +83,19 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     where = plan.project.path or "none (defaults)"
     findings.append((True, f"project file: {where}"))
     cases = await _jsonl_findings(paths, config)
-    if plan.suites or not (cases or no_suite):  # no suite: said above, as a FAIL
-        findings.append((True, f"{count_of(len(plan.tests), 'test')} in {count_of(len(plan.suites), 'suite')} "
-                               "validate"))
+    if plan.suites:  # no suite is said once, above: its FAIL, or the JSONL cases that stand for it
+        # suites of no test validate, but nothing would run: not an ok line (it read as "all fine")
+        findings.append((bool(plan.tests) or None, f"{count_of(len(plan.tests), 'test')} in "
+                                                   f"{count_of(len(plan.suites), 'suite')} validate"))
     findings.extend(cases)
-    # what `run` would refuse (an unset secret or variable) fails here; the rest is worth knowing
+    from tamesu.plan.suites import NOT_A_SUITE
+
+    # what `run` would refuse (an unset secret or variable) fails here; the rest is worth knowing, but for the
+    # JSONL files among the suites, which doctor has checked just above ("`tamesu validate` checks them")
     fatal = [w for w in plan.warnings if w.message.endswith("is not set") or "is not set (" in w.message]
     findings.extend((False, str(w)) for w in fatal)
-    findings.extend((None, str(w)) for w in plan.warnings if w not in fatal)
+    findings.extend((None, str(w)) for w in plan.warnings
+                    if w not in fatal and not (cases and w.message.startswith(NOT_A_SUITE)))
     findings.extend(await _model_findings(plan))
     findings.extend(_store_findings(plan))
     seen: set[str] = set()

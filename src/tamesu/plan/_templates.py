@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 from tamesu.errors import Problem, article
 from tamesu.plan._opened import opened_key
-from tamesu.plan.model import PlannedTest
+from tamesu.plan.model import LoadedSuite, PlannedTest
+from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import TURN_ROOTS, references, walk_strings
+from tamesu.suite.templates import TURN_ROOTS, references, resolve_vars, walk_strings
 from tamesu.suite.yaml_reader import Document
 
 _VAR_REF = re.compile(r"^vars\.([^.]+)")
@@ -27,6 +29,19 @@ _ENV_REF = re.compile(r"^env\.([^.]+)$")
 _SESSION_REF = re.compile(r"^session\.([^.]+)")
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What a template is checked against: the test that renders it, or the suite, for a target no test uses."""
+
+    vars: Mapping[str, object]
+    captures: set[str] | None
+    """None: no test renders the target, so there is no capture to name or to miss."""
+    no_var: str
+    """Where a var was looked for, as the line says it."""
+    remote_agents: Mapping[str, RemoteAgentSpec]
+    shared_by: str = ""
+
+
 def check_templates(
     test: PlannedTest,
     doc: Document,
@@ -35,81 +50,120 @@ def check_templates(
     warnings: list[Problem],
     secrets: Secrets,
 ) -> None:
-    """Every template in the test and its target names something that can exist at run time."""
-    captures = {c.name for c in test.spec.capture}
+    """Every template in the test, its target and its counterpart names something that can exist at run time."""
     raw_test = test.suite.spec.tests[test.index]
     if isinstance(raw_test, dict):
         # without its cases: walking all of them once per case made 20,000 inline cases quadratic
         raw_test = {key: value for key, value in raw_test.items() if key not in ("cases", "vars")}
+    scope = _Scope(test.vars, {c.name for c in test.spec.capture},
+                   "the test, its cases, the suite or the project", test.suite.spec.remote_agents)
     raw_target = test.suite.spec.targets.get(test.target_name, {})
-    sources = [(("tests", test.index), raw_test, doc),
-               (("targets", test.target_name), raw_target, _target_doc(test, doc))]
-    for prefix, raw, here in sources:
-        for path, text in walk_strings(raw):
-            for expr, problem in references(text):
-                loc = (*prefix, *path)
-                if problem:
-                    problems.append(here.problem(loc, problem))
-                    continue
-                root = expr.partition(".")[0]
-                if prefix[0] == "tests" and path[:1] in (("assert",), ("scenario",)) and root in TURN_ROOTS:
-                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
-                                                "target's request (its url, headers, body); a test's script and "
-                                                "assertions have none"))
-                elif prefix[0] == "targets" and (held := _captured_in(expr, test)) \
-                        and (key := _opened(raw_target, path)):
-                    # the target renders it once, as it opens: exit 3 when it did, or a turn that failed
-                    via = f" (which holds {{{{{held}}}}})" if held != expr else ""
-                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}{via}: the target renders its "
-                                                f"{key} as it opens, before the first turn, so nothing is captured "
-                                                "yet"))
-                elif prefix[0] == "tests" and root == "captured" and path[:3] == ("scenario", "script", 0) \
-                        and _said_first(test, raw_test):
-                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the first step is said before "
-                                                "the agent's first turn, so nothing is captured yet"))
-                elif prefix[0] == "tests" and path[:1] == ("scenario",) and root in _REQUEST_ROOTS:
-                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: it has a value in a target's "
-                                                "request or a model target's tool result, never in a test's script"))
-                elif root == "run" and expr not in ("run", "run.id", "run.number"):
-                    # `{{run.nope}}` validated, then failed the test as the agent's fault at its turn
-                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: a run has run.id and "
-                                                "run.number"))
-                elif (m := _VAR_REF.match(expr)) and m.group(1) not in test.vars:
-                    who = "the test" if prefix[0] == "tests" else _shared_by(test)
-                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
-                                                f"in {who}, its cases, the suite or the project"))
-                elif m and (unset := _unset_in(test.vars[m.group(1)], secrets)):
-                    # as if written here: the run put it in, and the turn "could not be written", the agent blamed
-                    secret_problems.append(here.problem(loc, f"{unset} (in {{{{{expr}}}}})"))
-                elif (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures and prefix[0] == "tests":
-                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
-                                                f"{m.group(1)!r}"))
-                elif m and m.group(1) not in captures:
-                    # a warning: a target's tool_results may name it for a tool only the capturing tests call
-                    warnings.append(here.problem(loc, f"{{{{{expr}}}}}: {_shared_by(test)} captures no "
-                                                f"{m.group(1)!r}: every turn that renders this fails"))
-                elif (m := _SESSION_REF.match(expr)) and prefix[0] == "targets" \
-                        and (wrong := _session_problem(raw_target, m.group(1))):
-                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
-                elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
-                    secret_problems.append(here.problem(loc, f"environment variable {m.group(1)} is not set"))
-                elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
-                    secret_problems.append(here.problem(loc, secrets.unset(m.group(1))))
-                elif (m := _REMOTE_REF.match(expr)) and (wrong := _remote_problem(test, m)):
-                    problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
-                elif m and prefix[0] == "tests" and len(path) > 2 and path[0] == "assert" and path[2] == "command":
-                    problems.append(here.problem(loc, f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; a command "
-                                                "assertion runs after they stop"))
+    _check_strings(("tests", test.index), raw_test, doc, raw_target, scope, test, secret_problems, problems, warnings,
+                   secrets)
+    target_scope = replace(scope, no_var=f"{_shared_by(test)}, its cases, the suite or the project",
+                           shared_by=_shared_by(test))
+    counterpart = test.spec.counterpart.target if test.spec.counterpart is not None else None
+    # the counterpart is opened and rendered in the test's run as its target is (it was never checked)
+    for name in dict.fromkeys([test.target_name, *([counterpart] if counterpart else [])]):
+        raw = test.suite.spec.targets.get(name, {})
+        _check_strings(("targets", name), raw, _target_doc(name, test.suite, doc), raw, target_scope, test,
+                       secret_problems, problems, warnings, secrets)
 
 
+def check_unused_targets(suite: LoadedSuite, used: set[str], problems: list[Problem],
+                         warnings: list[Problem], secrets: Secrets) -> None:
+    """A target the suite writes that none of its tests uses is checked as a used one is, against the suite's and
+    the project's vars: a template there that names nothing passed `validate` (its schema was checked). An unset
+    secret or environment variable is a warning: no run renders the target."""
+    written = suite.doc.data.get("targets") if isinstance(suite.doc.data, dict) else None
+    if not isinstance(written, dict):
+        return  # the project's targets serve other suites and `tamesu test -n`, with their own vars
+    merged, _ = resolve_vars({**suite.project.spec.vars, **suite.spec.vars})  # a wrong var: said by each test
+    scope = _Scope(merged, None, "the suite or the project", suite.spec.remote_agents)
+    for name, raw in suite.spec.targets.items():
+        if name in written and name not in used:
+            _check_strings(("targets", name), raw, suite.doc, raw, scope, None, warnings, problems, warnings,
+                           secrets)
 
 
-def _captured_in(expr: str, test: PlannedTest) -> str | None:
+def _check_strings(
+    prefix: tuple[str, object],
+    raw: object,
+    here: Document,
+    raw_target: object,
+    scope: _Scope,
+    test: PlannedTest | None,
+    secret_problems: list[Problem],
+    problems: list[Problem],
+    warnings: list[Problem],
+    secrets: Secrets,
+) -> None:
+    """Every template of `raw` (a test's or a target's, at `prefix`) against `scope`; `raw_target` is the target
+    a test's templates or a target's own are rendered by."""
+    captures = scope.captures
+    for path, text in walk_strings(raw):
+        for expr, problem in references(text):
+            loc = (*prefix, *path)
+            if problem:
+                problems.append(here.problem(loc, problem))
+                continue
+            root = expr.partition(".")[0]
+            if prefix[0] == "tests" and path[:1] in (("assert",), ("scenario",)) and root in TURN_ROOTS:
+                problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the turn being sent, for the "
+                                            "target's request (its url, headers, body); a test's script and "
+                                            "assertions have none"))
+            elif prefix[0] == "targets" and (held := _captured_in(expr, scope.vars)) \
+                    and (key := _opened(raw_target, path)):
+                # the target renders it once, as it opens: exit 3 when it did, or a turn that failed
+                via = f" (which holds {{{{{held}}}}})" if held != expr else ""
+                problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}{via}: the target renders its "
+                                            f"{key} as it opens, before the first turn, so nothing is captured "
+                                            "yet"))
+            elif prefix[0] == "tests" and test is not None and root == "captured" \
+                    and path[:3] == ("scenario", "script", 0) and _said_first(test, raw):
+                problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the first step is said before "
+                                            "the agent's first turn, so nothing is captured yet"))
+            elif prefix[0] == "tests" and path[:1] == ("scenario",) and root in _REQUEST_ROOTS:
+                problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: it has a value in a target's "
+                                            "request or a model target's tool result, never in a test's script"))
+            elif root == "run" and expr not in ("run", "run.id", "run.number"):
+                # `{{run.nope}}` validated, then failed the test as the agent's fault at its turn
+                problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: a run has run.id and "
+                                            "run.number"))
+            elif (m := _VAR_REF.match(expr)) and m.group(1) not in scope.vars:
+                problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} "
+                                            f"in {scope.no_var}"))
+            elif m and (unset := _unset_in(scope.vars[m.group(1)], secrets)):
+                # as if written here: the run put it in, and the turn "could not be written", the agent blamed
+                secret_problems.append(here.problem(loc, f"{unset} (in {{{{{expr}}}}})"))
+            elif (m := _CAPTURED_REF.match(expr)) and captures is not None and m.group(1) not in captures \
+                    and prefix[0] == "tests":
+                problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: the test captures no "
+                                            f"{m.group(1)!r}"))
+            elif m and captures is not None and m.group(1) not in captures:
+                # a warning: a target's tool_results may name it for a tool only the capturing tests call
+                warnings.append(here.problem(loc, f"{{{{{expr}}}}}: {scope.shared_by} captures no "
+                                            f"{m.group(1)!r}: every turn that renders this fails"))
+            elif (m := _SESSION_REF.match(expr)) and prefix[0] == "targets" \
+                    and (wrong := _session_problem(raw_target, m.group(1))):
+                problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
+            elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
+                secret_problems.append(here.problem(loc, f"environment variable {m.group(1)} is not set"))
+            elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
+                secret_problems.append(here.problem(loc, secrets.unset(m.group(1))))
+            elif (m := _REMOTE_REF.match(expr)) and (wrong := _remote_problem(scope.remote_agents, m)):
+                problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
+            elif m and prefix[0] == "tests" and len(path) > 2 and path[0] == "assert" and path[2] == "command":
+                problems.append(here.problem(loc, f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; a command "
+                                            "assertion runs after they stop"))
+
+
+def _captured_in(expr: str, variables: Mapping[str, object]) -> str | None:
     """The `captured.NAME` a template names, itself or through the var it names."""
     if expr.startswith("captured."):
         return expr
-    if (m := _VAR_REF.match(expr)) and m.group(1) in test.vars:
-        for _, text in walk_strings(test.vars[m.group(1)]):
+    if (m := _VAR_REF.match(expr)) and m.group(1) in variables:
+        for _, text in walk_strings(variables[m.group(1)]):
             for inner, _ in references(text):
                 if inner.startswith("captured."):
                     return inner
@@ -157,15 +211,15 @@ def _said_first(test: PlannedTest, raw_test: object) -> bool:
     return targets.target_class(test.target.type).greeting is Target.greeting
 
 
-def _target_doc(test: PlannedTest, doc: Document) -> Document:
-    """The file that writes the test's target: the suite's, or tamesu.yaml for a target of the project's (its
+def _target_doc(name: str, suite: LoadedSuite, doc: Document) -> Document:
+    """The file that writes the target `name`: the suite's, or tamesu.yaml for a target of the project's (its
     problems were placed at the suite's 1:1)."""
     own = doc.data.get("targets") if isinstance(doc.data, dict) else None
-    if isinstance(own, dict) and test.target_name in own:
+    if isinstance(own, dict) and name in own:
         return doc
-    project = test.suite.project.doc
+    project = suite.project.doc
     targets = project.data.get("targets") if project is not None and isinstance(project.data, dict) else None
-    return project if project is not None and isinstance(targets, dict) and test.target_name in targets else doc
+    return project if project is not None and isinstance(targets, dict) and name in targets else doc
 
 
 def check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
@@ -205,10 +259,9 @@ def _session_problem(raw_target: object, name: str) -> str | None:
     return f"session.open captures no {name!r} (it captures {', '.join(map(str, captured)) or 'nothing'}){fills}"
 
 
-def _remote_problem(test: PlannedTest, match: re.Match[str]) -> str | None:
+def _remote_problem(declared: Mapping[str, RemoteAgentSpec], match: re.Match[str]) -> str | None:
     """What is wrong with `{{remote.NAME.FIELD}}`: an agent the suite does not declare, or an unknown field."""
     name, field_name = match.group(1), match.group(2)
-    declared = test.suite.spec.remote_agents
     if name not in declared:
         return f"no remote agent {name!r} (remote_agents: {', '.join(declared) or 'none declared'})"
     if field_name not in _REMOTE_FIELDS:

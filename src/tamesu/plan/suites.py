@@ -32,6 +32,7 @@ from tamesu.plan._templates import (
     check_hook_templates,
     check_suite_hooks,
     check_templates,
+    check_unused_targets,
     model_secret_warnings,
     var_problems,
 )
@@ -244,6 +245,8 @@ def _load_suite(
             check_templates(test, doc, problems if require_secrets else warnings, problems, warnings, secrets)
             planned.append(test)
     warnings.extend(_fit.unfit_defaults(suite, planned, placed, project_placed))
+    if (used := _used_targets(spec, planned)) is not None:
+        check_unused_targets(suite, used, problems, warnings, secrets)
     suite_vars = {*project.spec.vars, *spec.vars}
     test_vars = {name for test in planned for name in test.vars}
     check_hook_templates(doc.data.get("hooks") if isinstance(doc.data, dict) else None, doc, suite_vars, test_vars,
@@ -251,6 +254,27 @@ def _load_suite(
     if problems:
         raise ConfigError(problems, warnings=warnings)
     return suite, planned, warnings
+
+
+def _used_targets(spec: SuiteSpec, planned: list[PlannedTest]) -> set[str] | None:
+    """The targets the suite's tests talk to or have as a counterpart, also a test that did not plan (its own
+    problems are said); None when one that did not plan names its target by a template (which one is not known)."""
+    used = {name for test in planned
+            for name in (test.target_name, test.spec.counterpart.target if test.spec.counterpart else None) if name}
+    planned_at = {test.index for test in planned}
+    for index, raw in enumerate(spec.tests):
+        if not isinstance(raw, dict):
+            continue
+        counterpart = raw.get("counterpart")
+        named = [raw.get("target", next(iter(spec.targets)) if len(spec.targets) == 1 else None),
+                 counterpart.get("target") if isinstance(counterpart, dict) else None]
+        for name in named:
+            if isinstance(name, str) and "{{" in name:
+                if index not in planned_at:
+                    return None
+            elif isinstance(name, str):
+                used.add(name)
+    return used
 
 
 _SELF_CONTAINED = frozenset({"name", "description", "budget", "traces", "load", "formats", "baseline", "tolerance",

@@ -25,11 +25,15 @@ class JsonDocument:
     line: int
     """The line of `start`: a problem's line is counted from here, not from the top of the file (from the top,
     once per case, reading 5,000 cases spent half its time counting line ends)."""
+    index: int | None = None
+    """Its place in a `.json` file's array of cases: its problems' paths begin with it (`[1].input`), as a suite's
+    cases file's rows do; a JSONL line's case is its line, its paths its own."""
 
     def problem(self, loc: Sequence[object], message: str, *, key: bool = False) -> Problem:
         at = max(self.start, locate(self.text, self.start, loc, key=key))
         line = self.line + self.text.count("\n", self.start, at)
-        return Problem(self.label, line, column(self.text, at), format_loc(loc), message)
+        path = format_loc(loc if self.index is None else (self.index, *loc))
+        return Problem(self.label, line, column(self.text, at), path, message)
 
 
 class _Lines:
@@ -75,9 +79,8 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
             pos = _next_object(text, pos)
             continue
         except DuplicateKey:  # json keeps the last in silence: the case would not be the one written
-            in_array = text.startswith("[", pos)  # a .json file of cases: paths from each case, as below
-            for at, path, key in duplicates(text, pos):
-                yield Problem(label, *line_col(at), format_loc(path[in_array:]), f"duplicate key {key!r}")
+            for at, path, key in duplicates(text, pos):  # in a .json file's array, from its case's index
+                yield Problem(label, *line_col(at), format_loc(path), f"duplicate key {key!r}")
             pos = end_of(text, pos)
             continue
         except (RecursionError, ValueError) as exc:  # nesting, or an integer of thousands of digits
@@ -92,8 +95,11 @@ def values(text: str, label: str) -> Iterator[tuple[Any, JsonDocument] | Problem
             pos = end
             continue
         # a .json file of cases, `[{...}, {...}]`: each case where it is written
-        for at, case in zip(starts(text, pos), value, strict=True) if isinstance(value, list) else [(pos, value)]:
-            yield case, JsonDocument(label, text, at, line_col(at)[0])
+        if isinstance(value, list):
+            for index, (at, case) in enumerate(zip(starts(text, pos), value, strict=True)):
+                yield case, JsonDocument(label, text, at, line_col(at)[0], index)
+        else:
+            yield value, JsonDocument(label, text, pos, line_col(pos)[0])
         pos = end
 
 
