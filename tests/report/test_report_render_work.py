@@ -20,8 +20,8 @@ from tamesu.report import _artifacts, _html_text, html
 from tamesu.report.load import LoadedRun, load_run
 
 TURNS = 5
-MAX_CALLS_PER_TEST = 1_000
-"""A scripted test of five turns, each answered with a tool call: 924 calls of the report's (reading its
+MAX_CALLS_PER_TEST = 800
+"""A scripted test of five turns, each answered with a tool call: 720 calls of the report's (reading its
 result.json back included) after the thirteenth pass, 1,217 before it."""
 
 
