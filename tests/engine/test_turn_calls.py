@@ -88,17 +88,20 @@ def test_a_report_escapes_only_what_needs_it_and_writes_what_it_wrote(monkeypatc
     import enum
     import html
 
+    from tamesu.report import _html_text
     from tamesu.report import html as report_html
 
     class Colour(str, enum.Enum):  # noqa: UP042  (a str whose str() is not its value, which StrEnum changes)
         RED = "red"
 
     values: list[object] = ["plain words", "<b>&'\"</b>", "", "é ü 日本", 3, 2.5, None, Colour.RED, "a > b"]
-    assert [report_html._e(value) for value in values] == [html.escape(str(value), quote=True) for value in values]
+    assert [_html_text.esc(value) for value in values] == [html.escape(str(value), quote=True) for value in values]
+    texts = [value for value in values if type(value) is str]
+    assert [_html_text.escape_text(text) for text in texts] == [html.escape(text) for text in texts]  # the charts'
     escaped: list[str] = []
-    monkeypatch.setattr(report_html, "escape", lambda text, quote: escaped.append(text) or html.escape(text, quote))
-    assert report_html._e("plain words") == "plain words" and escaped == []  # searched, not escaped
-    assert report_html._e("a & b") == "a &amp; b" and escaped == ["a & b"]
+    monkeypatch.setattr(_html_text, "escape", lambda text, quote: escaped.append(text) or html.escape(text, quote))
+    assert _html_text.esc("plain words") == "plain words" and escaped == []  # searched, not escaped
+    assert _html_text.esc("a & b") == "a &amp; b" and escaped == ["a & b"]
     for test_id in ("suite/c1", "bench-100x5/c12 (x=1)", "日本語/テスト_1", "a\u0301b", "x²y", "tab\there"):
         assert report_html._readable(test_id) == "t-" + "".join(ch if ch.isalnum() else "-" for ch in test_id)
 

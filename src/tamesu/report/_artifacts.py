@@ -5,6 +5,7 @@ a folder to search."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SHOWN = frozenset({"result.json", "transcript.json", "audio.wav"})
@@ -15,21 +16,39 @@ LIMIT = 20
 """Links per run; the folder's link leads to the rest."""
 
 
-def other_files(folder: Path) -> tuple[list[Path], int]:
-    """Up to LIMIT of the run folder's other files, by path, and how many there are in all."""
+@dataclass
+class RunFiles:
+    kept: list[Path]
+    """Up to LIMIT of the run folder's other files, by path."""
+    count: int
+    """How many other files there are in all."""
+    top: set[str] = field(default_factory=set)
+    """The names of the files directly in the folder (as `Path.is_file` sees them): the report asks whether
+    audio.wav and spans.json are there from the listing it makes anyway, not with a system call each."""
+
+
+def other_files(folder: Path) -> RunFiles:
     found: list[Path] = []
-    _walk(folder, found, top=True)
-    return found[:LIMIT], len(found)
+    files = RunFiles(found, 0)
+    _walk(folder, found, files.top)
+    files.kept, files.count = found[:LIMIT], len(found)
+    return files
 
 
-def _walk(folder: Path, found: list[Path], top: bool) -> None:
+def _walk(folder: Path, found: list[Path], top: set[str] | None) -> None:
     try:
         entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except OSError:
         return
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
-            if not (top and entry.name in INLINE):
-                _walk(Path(entry.path), found, top=False)
-        elif not (top and entry.name in SHOWN) and not entry.name.endswith(".tmp"):
+            if not (top is not None and entry.name in INLINE):
+                _walk(Path(entry.path), found, None)
+            continue
+        if top is not None:
+            if entry.is_file():
+                top.add(entry.name)
+            if entry.name in SHOWN:
+                continue
+        if not entry.name.endswith(".tmp"):
             found.append(Path(entry.path))

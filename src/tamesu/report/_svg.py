@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
+
+from tamesu.report._html_text import escape_text as escape
 
 
 def _fmt(value: float) -> str:
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    # the comparisons rather than abs(): one call fewer for every number a chart shows (NaN still reads ".3g")
+    return f"{value:.0f}" if value >= 100 or value <= -100 else f"{value:.3g}"
 
 
 def _svg(width: int, height: int, label: str, body: list[str], css: str, stretch: bool = False) -> str:

@@ -9,11 +9,9 @@ from the report's own folder. The agent's words are escaped, never trusted.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections import Counter
-from html import escape
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -23,6 +21,7 @@ from tamesu import __version__
 from tamesu.plugins import register
 from tamesu.report import _svg, along_the_way
 from tamesu.report._artifacts import other_files
+from tamesu.report._html_text import SPECIAL, clip, esc, ms, num, short, text_of
 from tamesu.report._steps import step_html
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
@@ -43,40 +42,6 @@ def _asset(name: str) -> str:
     return resources.files("tamesu.report").joinpath("html_assets").joinpath(name).read_text(encoding="utf-8")
 
 
-_SPECIAL = re.compile(r"[&<>\"']")
-"""What `html.escape(quote=True)` replaces; a text without any (most of a page's) is its own escape: one search
-instead of escape's five replaces, for every cell, link and line of the page."""
-
-
-def _e(value: object) -> str:
-    text = value if type(value) is str else str(value)  # a str subclass (an enum) says what str() says
-    return escape(text, quote=True) if _SPECIAL.search(text) else text
-
-
-def _ms(value: float) -> str:
-    if value >= 1000:
-        return f"{value / 1000:.2f} s"
-    return f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
-
-
-def _num(value: float) -> str:
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
-
-
-def _short(value: object, limit: int = 300) -> str:
-    return _clip(_text(value), limit)
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 class _Page:
     """Renders one run; `base` is the report's folder, from which artifact links are made relative."""
 
@@ -91,17 +56,16 @@ class _Page:
         self._run_prefix = str(run.dir) + os.sep
         run_from_base = Path(os.path.relpath(self._resolved_run, self._resolved_base)).as_posix()
         self._run_from_base = "" if run_from_base == "." else run_from_base + "/"
+        self._file_names: dict[str, str] = {}
 
     def relative(self, path: Path) -> str:
         """`path` from the report's folder. The run folder is resolved once and what lies in it is joined to
         that (tamesu makes its folders, never symlinks): resolving every link's path anew, a few per run, made
         lstat calls a third of the report's time. A path below the run folder is joined as text (pathlib's
         parsing, three links a test, was a fifth of the page's time); the same answer as the path way below."""
-        text = str(path)
-        if text.startswith(self._run_prefix):
-            below = text[len(self._run_prefix):].replace(os.sep, "/")
-            if ".." not in below.split("/"):
-                return self._run_from_base + below
+        below = self._below(path)
+        if below is not None:
+            return below
         try:
             inside = path.relative_to(self.run.dir)
         except ValueError:
@@ -109,8 +73,17 @@ class _Page:
         resolved = self._resolved_run / inside if inside is not None and ".." not in inside.parts else path.resolve()
         return Path(os.path.relpath(resolved, self._resolved_base)).as_posix()
 
+    def _below(self, path: Path) -> str | None:
+        """`relative(path)` for a path below the run folder, made from the text alone; None for another path."""
+        text = str(path)
+        if text.startswith(self._run_prefix):
+            below = text[len(self._run_prefix):].replace(os.sep, "/")
+            if ".." not in below.split("/"):
+                return self._run_from_base + below
+        return None
+
     def link(self, path: Path, text: str) -> str:
-        return f'<a href="{_e(quote(self.relative(path)))}">{_e(text)}</a>'
+        return f'<a href="{esc(quote(self.relative(path)))}">{esc(text)}</a>'
 
     # -------------------------------------------------------------- the page
 
@@ -126,27 +99,27 @@ class _Page:
         parts.extend(self.test(result, number) for number, result in ordered)
         parts.append(self.unfinished())
         parts.append("</main>")
-        parts.append(f'<footer>tamesu {_e(__version__)} · run directory {self.link(run.dir, run.name)} · '
+        parts.append(f'<footer>tamesu {esc(__version__)} · run directory {self.link(run.dir, run.name)} · '
                      "this file loads nothing from the network</footer>")
         page = Template(_asset("page.html"))
-        return page.substitute(title=_e(f"tamesu · {run.name}"), style=_asset("report.css") + waterfall_css(),
+        return page.substitute(title=esc(f"tamesu · {run.name}"), style=_asset("report.css") + waterfall_css(),
                                script=_asset("report.js"), body="\n".join(p for p in parts if p))
 
     def header(self) -> str:
         s = self.run.summary
         facts = []
         if s.started_at:
-            facts.append(f"started {_e(s.started_at.replace('T', ' ')[:19])} UTC")
-        facts.append(f"took {_ms(s.duration_ms)}")
+            facts.append(f"started {esc(s.started_at.replace('T', ' ')[:19])} UTC")
+        facts.append(f"took {ms(s.duration_ms)}")
         facts.append(f"exit code {s.exit_code}")
         plan = self.run.plan
         if plan is not None and plan.shards:
-            facts.append(f"shard{'s' if len(plan.shards) > 1 else ''} {_e(', '.join(plan.shards))}")
-        notes = [f'<p class="note">{_e(text)}</p>' for text in (s.interrupted, s.stopped) if text]
-        notes.extend(f'<p class="note">warning: {_e(w)}</p>' for w in s.warnings)
+            facts.append(f"shard{'s' if len(plan.shards) > 1 else ''} {esc(', '.join(plan.shards))}")
+        notes = [f'<p class="note">{esc(text)}</p>' for text in (s.interrupted, s.stopped) if text]
+        notes.extend(f'<p class="note">warning: {esc(w)}</p>' for w in s.warnings)
         if noted := along_the_way.of_run(self.run):
-            notes.append(f'<p class="note along-the-way">{_e(noted)}</p>')
-        return (f'<header><h1>tamesu <span class="run-name">{_e(self.run.name)}</span></h1>'
+            notes.append(f'<p class="note along-the-way">{esc(noted)}</p>')
+        return (f'<header><h1>tamesu <span class="run-name">{esc(self.run.name)}</span></h1>'
                 f'<p class="facts">{" · ".join(facts)}</p>{"".join(notes)}</header>')
 
     def summary(self) -> str:
@@ -163,24 +136,24 @@ class _Page:
     def baseline(self, cmp: Comparison) -> str:
         rows = []
         for change in cmp.regressions:
-            rows.append(f'<li class="bad">regression <a href="#{_e(self.anchor(change.id))}">{_e(change.id)}</a>: '
-                        f"was {_e(change.before)}, now {_e(change.now)}: {_e(change.reason)}</li>")
+            rows.append(f'<li class="bad">regression <a href="#{esc(self.anchor(change.id))}">{esc(change.id)}</a>: '
+                        f"was {esc(change.before)}, now {esc(change.now)}: {esc(change.reason)}</li>")
         for change in cmp.fixes:
-            rows.append(f'<li class="good">fixed <a href="#{_e(self.anchor(change.id))}">{_e(change.id)}</a>: '
-                        f"was {_e(change.before)}</li>")
+            rows.append(f'<li class="good">fixed <a href="#{esc(self.anchor(change.id))}">{esc(change.id)}</a>: '
+                        f"was {esc(change.before)}</li>")
         for change in cmp.quarantined:
-            rows.append(f'<li class="warn">quarantined {_e(change.id)}: was {_e(change.before)}, '
+            rows.append(f'<li class="warn">quarantined {esc(change.id)}: was {esc(change.before)}, '
                         f"not counted as a regression</li>")
-        rows.extend(f'<li class="warn">skipped now {_e(c.id)}: was {_e(c.before)}: {_e(c.reason)}</li>'
+        rows.extend(f'<li class="warn">skipped now {esc(c.id)}: was {esc(c.before)}: {esc(c.reason)}</li>'
                     for c in cmp.skipped)
-        rows.extend(f"<li>new {_e(i)}</li>" for i in cmp.new)
-        rows.extend(f"<li>removed {_e(i)}</li>" for i in cmp.removed)
-        metrics = "".join(f"<tr><td>{_e(m.id)}</td><td>{_e(describe_change(m))}</td></tr>"
+        rows.extend(f"<li>new {esc(i)}</li>" for i in cmp.new)
+        rows.extend(f"<li>removed {esc(i)}</li>" for i in cmp.removed)
+        metrics = "".join(f"<tr><td>{esc(m.id)}</td><td>{esc(describe_change(m))}</td></tr>"
                           for m in cmp.metric_changes)
         table = (f'<div class="scroll"><table><caption>metrics that moved more than {cmp.tolerance:.0%}'
                  f"</caption>{metrics}</table></div>") if metrics else ""
-        return (f'<section class="baseline"><h2>Compared with {_e(cmp.baseline)}</h2>'
-                f"<p>{_e(cmp.headline())}</p><ul>{''.join(rows)}</ul>{table}</section>")
+        return (f'<section class="baseline"><h2>Compared with {esc(cmp.baseline)}</h2>'
+                f"<p>{esc(cmp.headline())}</p><ul>{''.join(rows)}</ul>{table}</section>")
 
     def controls(self) -> str:
         buttons = "".join(f'<button type="button" data-filter="{s}">{label}</button>' for s, label in [
@@ -207,35 +180,42 @@ class _Page:
         runs_note = f" · {result.runs_said()}" if result.total_runs > 1 else ""
         reason = ""
         if result.status in _NOT_PASSED:
-            reason = f'<span class="why">{_e(_short(_first_reason(result), 160))}</span>'
+            reason = f'<span class="why">{esc(short(_first_reason(result), 160))}</span>'
         elif result.status == "skipped":
-            reason = f'<span class="why">{_e(result.skip_reason or "")}</span>'
+            reason = f'<span class="why">{esc(result.skip_reason or "")}</span>'
         head = (f'<summary><span class="badge s-{result.status}">{_BADGES[result.status]}</span> '
-                f'<span class="name">{_e(result.id)}</span>'
-                f'<span class="meta">{_ms(result.duration_ms)}{runs_note}</span>{reason}</summary>')
-        facts = [f"target <b>{_e(result.target)}</b>"]
+                f'<span class="name">{esc(result.id)}</span>'
+                f'<span class="meta">{ms(result.duration_ms)}{runs_note}</span>{reason}</summary>')
+        facts = [f"target <b>{esc(result.target)}</b>"]
         if result.case:
-            facts.append(f"case <b>{_e(result.case)}</b>")
+            facts.append(f"case <b>{esc(result.case)}</b>")
         if result.tags:
-            facts.append("tags " + " ".join(f'<span class="tag">{_e(t)}</span>' for t in result.tags))
+            facts.append("tags " + " ".join(f'<span class="tag">{esc(t)}</span>' for t in result.tags))
         source = self.run.source(result.id)
         if source is not None and source.file:
-            facts.append(f"defined in {_e(Path(source.file).name)}:{source.line or 1}")
+            facts.append(f"defined in {self._file_name(source.file)}:{source.line or 1}")
         body = [f'<p class="facts">{" · ".join(facts)}</p>']
         if result.quarantine:
-            body.append(f'<p class="note">quarantined: {_e(result.quarantine)} (a failure does not fail the run)</p>')
+            body.append(f'<p class="note">quarantined: {esc(result.quarantine)} (a failure does not fail the run)</p>')
         if result.status == "skipped" and result.skip_reason:
-            body.append(f'<p class="note">skipped: {_e(result.skip_reason)}</p>')
+            body.append(f'<p class="note">skipped: {esc(result.skip_reason)}</p>')
         if result.reason:
-            body.append(f'<p class="note">{_e(result.reason)}</p>')
+            body.append(f'<p class="note">{esc(result.reason)}</p>')
         if result.stats is not None:
             body.append(stats_html(result))
         if result.total_runs > 1:
             body.append(self.repeat_metrics(result))
         body.extend(self.run_section(result, summary) for summary in result.runs)
-        return (f'<details class="test" id="{_e(self.anchor(result.id))}" data-status="{result.status}" '
-                f'data-name="{_e(result.id.lower())}"{opened}>{head}<div class="body">{"".join(body)}</div>'
+        return (f'<details class="test" id="{esc(self.anchor(result.id))}" data-status="{result.status}" '
+                f'data-name="{esc(result.id.lower())}"{opened}>{head}<div class="body">{"".join(body)}</div>'
                 "</details>")
+
+    def _file_name(self, file: str) -> str:
+        """A suite file's name, escaped: once a file, not once a test."""
+        name = self._file_names.get(file)
+        if name is None:
+            name = self._file_names[file] = esc(Path(file).name)
+        return name
 
     def repeat_metrics(self, result: TestResult) -> str:
         """A repeated test: each metric's mean over the runs, and how it moved from run to run."""
@@ -244,7 +224,7 @@ class _Page:
         for name, mean in sorted(mean_metrics(result).items()):
             values = [r.metrics[name] for r in runs if name in r.metrics]
             chart = _svg.sparkline(values, f"{name} per run")
-            rows.append(f"<tr><th>{_e(name)}</th><td>{_num(mean)}</td><td>{_num(min(values))}–{_num(max(values))}"
+            rows.append(f"<tr><th>{esc(name)}</th><td>{num(mean)}</td><td>{num(min(values))}–{num(max(values))}"
                         f"</td><td>{chart}</td></tr>")
         if not rows:
             return ""
@@ -255,32 +235,45 @@ class _Page:
         folder = self.run.dir / summary.dir
         detail = self.run.run_result(summary)
         title = f"run {summary.run}" + (f" (attempt {summary.attempts})" if summary.attempts > 1 else "")
-        kept, count = other_files(folder)
-        links = " · ".join([self.link(folder / "result.json", "result.json"),
-                            self.link(folder / "transcript.json", "transcript.json"),
-                            *(self.link(path, path.relative_to(folder).as_posix()) for path in kept),
-                            self.link(folder, "folder" if count <= len(kept) else f"folder ({count} files)")])
+        files = other_files(folder)
+        kept, count = files.kept, files.count
+        folder_text = "folder" if count <= len(kept) else f"folder ({count} files)"
+        below = self._below(folder)
+        if below is None:
+            links = " · ".join([self.link(folder / "result.json", "result.json"),
+                                self.link(folder / "transcript.json", "transcript.json"),
+                                *(self.link(path, path.relative_to(folder).as_posix()) for path in kept),
+                                self.link(folder, folder_text)])
+        else:
+            # the folder's link quoted once and its two files' joined to it: what `link` makes of each (a quoted
+            # path holds nothing to escape; quoting is by character, so quote(a + b) is quote(a) + quote(b))
+            href = quote(below)
+            links = " · ".join([f'<a href="{href}/result.json">result.json</a>',
+                                f'<a href="{href}/transcript.json">transcript.json</a>',
+                                *(self.link(path, path.relative_to(folder).as_posix()) for path in kept),
+                                f'<a href="{href}">{esc(folder_text)}</a>'])
         status = f'<span class="badge s-{summary.status}">{_BADGES[summary.status]}</span>'
         extra = ""
         if detail is not None:
-            extra = f" · {_e(detail.end_reason.replace('_', ' '))} · {_ms(detail.duration_ms)}"
-        parts = [f'<section class="run"><h3>{status} {_e(title)}{extra}</h3><p class="links">{links}</p>']
+            extra = f" · {esc(detail.end_reason.replace('_', ' '))} · {ms(detail.duration_ms)}"
+        parts = [f'<section class="run"><h3>{status} {esc(title)}{extra}</h3><p class="links">{links}</p>']
         if summary.fault is not None:
             again = f" (made {summary.reruns + 1} times with new seeds)" if summary.reruns else ""
-            parts.append(f'<p class="note">fault: <b>{_e(summary.fault)}</b>{_e(again)}: '
-                         f'{_e(summary.fault_reason or summary.status)}</p>')
+            parts.append(f'<p class="note">fault: <b>{esc(summary.fault)}</b>{esc(again)}: '
+                         f'{esc(summary.fault_reason or summary.status)}</p>')
         if summary.error:
-            parts.append(f'<p class="error">{_e(summary.error)}</p>')
+            parts.append(f'<p class="error">{esc(summary.error)}</p>')
         if detail is None:
             parts.append(self.assertions(summary.failures, only_failures=True))
         else:
             parts.append(self.assertions(detail.assertions))
         if summary.not_evaluated:
             said = not_evaluated(summary.not_evaluated, bool(summary.error))
-            parts.append(f'<p class="note not-evaluated">{_e(said)}</p>')
+            parts.append(f'<p class="note not-evaluated">{esc(said)}</p>')
         if detail is not None:
-            parts.append(self.audio(detail, folder))
-            parts.append(self.chat(detail, folder))
+            if "audio.wav" in files.top or any(t.agent.audio is not None for t in detail.turns):
+                parts.append(self.audio(detail, folder))
+            parts.append(self.chat(detail, folder, "spans.json" in files.top))
             parts.append(self.metrics(detail))
             parts.append(self.events(detail))
         parts.append("</section>")
@@ -297,10 +290,10 @@ class _Page:
             a = t.agent.audio
             assert a is not None
             if a.user_from_ms is not None and a.user_to_ms is not None:
-                user.append(_svg.Span(f"user, turn {t.index}: {_short(a.said, 80)}", a.user_from_ms, a.user_to_ms))
+                user.append(_svg.Span(f"user, turn {t.index}: {short(a.said, 80)}", a.user_from_ms, a.user_to_ms))
             if a.agent_from_ms is not None and a.agent_to_ms is not None:
                 heard = a.agent_said if a.agent_said is not None else t.agent.text
-                agent.append(_svg.Span(f"agent, turn {t.index}: {_short(heard, 80)}", a.agent_from_ms,
+                agent.append(_svg.Span(f"agent, turn {t.index}: {short(heard, 80)}", a.agent_from_ms,
                                        a.agent_to_ms))
             if a.interrupted_at_ms is not None:
                 marks.append(_svg.Mark(f"the user talks over turn {t.index}", a.interrupted_at_ms))
@@ -308,9 +301,9 @@ class _Page:
         chart = _svg.speech(user, agent, marks, end, "speech of both sides")
         player = ""
         if wav.is_file():
-            player = (f'<audio controls preload="none" src="{_e(quote(self.relative(wav)))}"></audio> '
+            player = (f'<audio controls preload="none" src="{esc(quote(self.relative(wav)))}"></audio> '
                       f'{self.link(wav, "audio.wav")} (user left, agent right)')
-        figure = (f"<figure class=\"timeline-box\">{chart}<figcaption>speech from 0 to {_ms(end)}: the user above, "
+        figure = (f"<figure class=\"timeline-box\">{chart}<figcaption>speech from 0 to {ms(end)}: the user above, "
                   "the agent below (as heard on the playback clock)</figcaption></figure>" if chart else "")
         return f'<div class="audio-box">{player}{figure}</div>'
 
@@ -320,26 +313,26 @@ class _Page:
         rows = []
         for a in items:
             mark = '<span class="ok">✓</span>' if a.passed else '<span class="ko">✗</span>'
-            name = _e(a.name) + (f' <span class="dim">turn {_e(a.on_turn)}</span>' if a.on_turn is not None else "")
+            name = esc(a.name) + (f' <span class="dim">turn {esc(a.on_turn)}</span>' if a.on_turn is not None else "")
             by = []
             if a.score is not None:
-                by.append(f"score {_num(a.score)}")
+                by.append(f"score {num(a.score)}")
             if a.model:
-                by.append(_e(a.model))
+                by.append(esc(a.model))
             if a.fake:
                 by.append("fake judge")
             if a.prompt_version:
-                by.append(_e(a.prompt_version))
+                by.append(esc(a.prompt_version))
             if len(a.attempts) > 1 or any(t.outcome != "accepted" for t in a.attempts):
-                by.append(_e("; ".join(f"attempt {t.number} {t.outcome}" + (f": {t.reason}" if t.reason else "")
+                by.append(esc("; ".join(f"attempt {t.number} {t.outcome}" + (f": {t.reason}" if t.reason else "")
                                        for t in a.attempts)))
             unsupported = set(a.unsupported_evidence)
             evidence = "".join(
-                f"<blockquote>{_e(item)}{' <em>(not in the transcript)</em>' if item in unsupported else ''}"
+                f"<blockquote>{esc(item)}{' <em>(not in the transcript)</em>' if item in unsupported else ''}"
                 "</blockquote>" for item in a.evidence)
             dim = f'<div class="dim">{" · ".join(by)}</div>' if by else ""
             rows.append(f'<tr class="{"pass" if a.passed else "fail"}"><td>{mark}</td><td class="kind">{name}</td>'
-                        f'<td><div class="reason">{_e(a.reason)}</div>{evidence}{dim}</td></tr>')
+                        f'<td><div class="reason">{esc(a.reason)}</div>{evidence}{dim}</td></tr>')
         caption = "failing assertions" if only_failures else "assertions"
         return (f'<div class="scroll"><table class="assertions"><caption>{caption}</caption>'
                 f"{''.join(rows)}</table></div>")
@@ -348,59 +341,68 @@ class _Page:
         """The turn's trace id, linked to the agent's tracing UI when the project set `trace_url`."""
         if not trace_id:
             return ""
-        url = trace_link(self.run.plan.trace_url if self.run.plan else None, trace_id)
-        shown = f"trace {trace_id[:8]}"
+        plan = self.run.plan
+        url = trace_link(plan.trace_url, trace_id) if plan is not None and plan.trace_url else None
+        if SPECIAL.search(trace_id) is None:  # a W3C trace id is hex: one search rather than two escapes a turn
+            tid, shown = trace_id, f"trace {trace_id[:8]}"
+        else:
+            tid, shown = esc(trace_id), esc(f"trace {trace_id[:8]}")
         if url is None:
-            return f' · <span class="trace" title="trace id {_e(trace_id)}">{_e(shown)}</span>'
-        return f' · <a class="trace" href="{_e(url)}" title="trace id {_e(trace_id)}">{_e(shown)}</a>'
+            return f' · <span class="trace" title="trace id {tid}">{shown}</span>'
+        return f' · <a class="trace" href="{esc(url)}" title="trace id {tid}">{shown}</a>'
 
-    def chat(self, detail: RunResult, folder: Path | None = None) -> str:
+    def chat(self, detail: RunResult, folder: Path | None = None, traced: bool = True) -> str:
+        """`traced`: whether the run folder holds a spans.json to read (its listing says so)."""
         if not detail.turns:
             return ""
-        spans = _spans(folder)
+        spans = _spans(folder) if traced else None
         bubbles = [before_first_turn(spans)] if spans is not None else []
         for turn in detail.turns:
             if turn.user is not None:
                 said = turn.user.display()
-                source = f" · {turn.user.source}" if turn.user.source not in ("script",) else ""
-                bubbles.append(f'<div class="msg user"><div class="who">user · turn {turn.index}{_e(source)}</div>'
-                               f'<div class="text">{_e(said)}</div></div>')
+                source = esc(f" · {turn.user.source}") if turn.user.source != "script" else ""
+                bubbles.append(f'<div class="msg user"><div class="who">user · turn {turn.index}{source}</div>'
+                               f'<div class="text">{esc(said)}</div></div>')
             agent = turn.agent
-            facts = [f"agent · turn {turn.index}", _ms(agent.latency_ms)]
+            facts = [f"agent · turn {turn.index}", ms(agent.latency_ms)]
             if agent.first_token_ms is not None:
-                facts.append(f"first token {_ms(agent.first_token_ms)}")
+                facts.append(f"first token {ms(agent.first_token_ms)}")
             if agent.status is not None and not 200 <= agent.status < 300:
                 facts.append(f"HTTP {agent.status}")
-            tools = "".join(
-                f'<details class="tool"><summary>tool {_e(call.kind if call.kind != "tool" else "")} '
-                f"<code>{_e(call.name)}({_e(_short(call.args, 120))})</code></summary>"
-                f"<pre>{_e(_short(call.result, 2000))}</pre></details>" for call in agent.tool_calls)
+            tools = "" if not agent.tool_calls else "".join(
+                f'<details class="tool"><summary>tool {esc(call.kind if call.kind != "tool" else "")} '
+                f"<code>{esc(call.name)}({esc(short(call.args, 120))})</code></summary>"
+                f"<pre>{esc(short(call.result, 2000))}</pre></details>" for call in agent.tool_calls)
             handoff = ""
             if agent.handoff is not None:
-                handoff = (f'<div class="handoff">handed to {_e(agent.handoff.to or "a person")}'
-                           f'{": " + _e(agent.handoff.summary) if agent.handoff.summary else ""}</div>')
+                handoff = (f'<div class="handoff">handed to {esc(agent.handoff.to or "a person")}'
+                           f'{": " + esc(agent.handoff.summary) if agent.handoff.summary else ""}</div>')
             ended = '<div class="dim">the agent ended the conversation</div>' if agent.ended else ""
-            shots = step_html(agent.response, folder) if folder is not None else ""
+            response = agent.response
+            # only a browser's turn has a screenshot or a step to show (step_html says "" for any other)
+            shots = step_html(response, folder) if folder is not None and isinstance(response, dict) and (
+                "screenshot" in response or "step" in response) else ""
             text = agent.text
             if not text and isinstance(agent.response, dict):  # a failed browser step says why
                 text = str(agent.response.get("failure", ""))
-            who = " · ".join(_e(f) for f in facts) + self.trace(agent.trace_id)
+            # the facts are words and numbers: nothing in them to escape
+            who = " · ".join(facts) + (self.trace(agent.trace_id) if agent.trace_id else "")
             drawn = waterfall(turn.index, drawing) \
                 if spans is not None and (drawing := turn_spans(turn.index, agent.latency_ms, spans)) else ""
             bubbles.append(f'<div class="msg agent"><div class="who">{who}</div>'
-                           f'<div class="text">{_e(text) or "<i>(no text)</i>"}</div>{tools}{handoff}{ended}'
+                           f'<div class="text">{esc(text) or "<i>(no text)</i>"}</div>{tools}{handoff}{ended}'
                            f"{shots}{drawn}</div>")
         return f'<div class="chat" aria-label="transcript">{"".join(bubbles)}</div>'
 
     def metrics(self, detail: RunResult) -> str:
         if not detail.metrics and not detail.turns:
             return ""
-        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_num(v)}</td></tr>" for k, v in sorted(detail.metrics.items()))
+        rows = "".join(f"<tr><th>{esc(k)}</th><td>{num(v)}</td></tr>" for k, v in sorted(detail.metrics.items()))
         bars = [_svg.Bar(f"turn {t.index}", t.agent.latency_ms, t.agent.first_token_ms,
                          failed=t.agent.status is not None and t.agent.status >= 500) for t in detail.turns]
         chart = _svg.bars(bars, "latency per turn")
         streamed = any(b.inner is not None for b in bars)
-        caption = f"latency per turn, tallest {_ms(max((b.value for b in bars), default=0))}" + \
+        caption = f"latency per turn, tallest {ms(max((b.value for b in bars), default=0))}" + \
             (" (first token inside)" if streamed else "")
         figure = f"<figure>{chart}<figcaption>{caption}</figcaption></figure>" if chart else ""
         table = (f'<div class="scroll"><table class="metrics"><caption>metrics</caption>{rows}</table></div>'
@@ -413,18 +415,18 @@ class _Page:
         spans = [_svg.Span(f"turn {t.index}", t.agent.sent_at_ms, t.agent.completed_at_ms, t.agent.first_token_at_ms)
                  for t in detail.turns]
         # each event's data as text once: the timeline's hover shows 200 characters of it, the table 300
-        shown = [_text(e.data) if e.data else "" for e in detail.events]
-        marks = [_svg.Mark(e.name, e.at_ms, _clip(text, 200)) for e, text in zip(detail.events, shown, strict=True)]
+        shown = [text_of(e.data) if e.data else "" for e in detail.events]
+        marks = [_svg.Mark(e.name, e.at_ms, clip(text, 200)) for e, text in zip(detail.events, shown, strict=True)]
         chart = _svg.timeline(spans, marks, "timeline of turns and events")
         end = _svg.timeline_end(spans, marks)
-        rows = "".join(f'<tr><td class="num">{e.at_ms:.1f}</td><th>{_e(e.name)}</th>'
-                       f'<td><code>{_e(_clip(text, 300))}</code></td></tr>'
+        rows = "".join(f'<tr><td class="num">{e.at_ms:.1f}</td><th>{esc(e.name)}</th>'
+                       f'<td><code>{esc(clip(text, 300))}</code></td></tr>'
                        for e, text in zip(detail.events, shown, strict=True))
         count = f"{len(detail.events)} event{'s' if len(detail.events) != 1 else ''}"
         listing = (f'<details class="events"><summary>{count}</summary><div class="scroll">'
                    f'<table><tr><th>ms</th><th>event</th><th>data</th></tr>{rows}</table></div></details>'
                    if rows else "")
-        return (f'<figure class="timeline-box">{chart}<figcaption>timeline from 0 to {_ms(end)}: turns above, '
+        return (f'<figure class="timeline-box">{chart}<figcaption>timeline from 0 to {ms(end)}: turns above, '
                 f"events below (hover for details)</figcaption></figure>{listing}")
 
     def unfinished(self) -> str:
@@ -432,8 +434,8 @@ class _Page:
         if not missing:
             return ""
         why = self.run.summary.stopped or self.run.summary.interrupted or "not run"
-        items = "".join(f"<li>{_e(entry.id)}</li>" for entry in missing)
-        return f'<section class="unfinished"><h2>Not finished ({_e(why)})</h2><ul>{items}</ul></section>'
+        items = "".join(f"<li>{esc(entry.id)}</li>" for entry in missing)
+        return f'<section class="unfinished"><h2>Not finished ({esc(why)})</h2><ul>{items}</ul></section>'
 
 
 def _spans(folder: Path | None) -> SpansFile | None:
@@ -467,14 +469,14 @@ def stats_html(result: TestResult) -> str:
     decided = {"pass": "decided: passes", "fail": "decided: fails", None: "undecided"}[stats.decided]
     rate = f"{stats.passes}/{stats.runs} = {stats.rate:.2f} [{low:.2f}, {high:.2f}] at {stats.confidence:.0%} " \
         "(Wilson)" if stats.runs else stats.line()
-    rows = [f"<tr><th>pass rate</th><td>{_e(rate)}</td></tr>",
+    rows = [f"<tr><th>pass rate</th><td>{esc(rate)}</td></tr>",
             f"<tr><th>verdict</th><td>{decided} against pass_threshold {stats.threshold:g}</td></tr>"]
-    rows += [f"<tr><th>k = {_e(k)}</th><td>pass@{_e(k)} {stats.pass_at_k.get(k, 0):.3f} · pass^{_e(k)} {v:.3f}"
+    rows += [f"<tr><th>k = {esc(k)}</th><td>pass@{esc(k)} {stats.pass_at_k.get(k, 0):.3f} · pass^{esc(k)} {v:.3f}"
              "</td></tr>" for k, v in stats.pass_hat_k.items()]
     if stats.adaptive is not None:
         a = stats.adaptive
         rows.append(f"<tr><th>adaptive</th><td>{result.total_runs} of {a.max_runs} runs ({a.runs_saved} saved), "
-                    f"{_e(a.rule)} [{a.interval[0]:.2f}, {a.interval[1]:.2f}] at {a.confidence:.0%}</td></tr>")
+                    f"{esc(a.rule)} [{a.interval[0]:.2f}, {a.interval[1]:.2f}] at {a.confidence:.0%}</td></tr>")
     return f'<div class="scroll"><table class="stats"><caption>statistics of the runs</caption>{"".join(rows)}' \
            "</table></div>"
 

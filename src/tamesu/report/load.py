@@ -26,6 +26,7 @@ from tamesu.results.records import (
     count,
     count_runs,
     exit_code_for,
+    run_result_from_json,
 )
 
 PLAN_FILE = "plan.json"
@@ -101,7 +102,11 @@ class LoadedRun:
     def run_result(self, summary: RunSummary) -> RunResult | None:
         """The run's result.json, or None when it is missing (a run never started writes none)."""
         if summary.dir not in self._runs:
-            self._runs[summary.dir] = _read_model(self.dir / summary.dir / "result.json", RunResult)
+            try:
+                text = (self.dir / summary.dir / "result.json").read_text(encoding="utf-8")
+                self._runs[summary.dir] = run_result_from_json(text)
+            except (OSError, ValidationError, ValueError):
+                self._runs[summary.dir] = None
         return self._runs[summary.dir]
 
     def transcript(self, summary: RunSummary) -> Transcript | None:

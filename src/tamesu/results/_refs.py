@@ -20,8 +20,16 @@ from typing import Any
 MIN_CHARS = 10_000
 REF = "$ref"
 VALUE = "$value"
+NO_MARKERS = "no_markers"
+"""A validation context key: the JSON read holds no `$` (neither written nor escaped as `\\u0024`), so no
+marker either, and the turns are read as they are (`has_no_markers`)."""
 _TO_TEXT = {REF: "text"}
 _TO_RESPONSE = {REF: "response"}
+
+
+def has_no_markers(text: str) -> bool:
+    """Whether a result's JSON text cannot hold a marker: every key `$ref` or `$value` has a `$` in the text."""
+    return "$" not in text and "\\u0024" not in text
 
 
 def _looks_like_marker(doc: Any) -> bool:

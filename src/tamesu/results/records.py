@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    model_serializer,
+    model_validator,
+)
 
 from tamesu.conversation import AgentTurn, Event, ToolCall, UserTurn
 from tamesu.errors import EXIT_BUDGET, EXIT_CONFIG, EXIT_FAILED, EXIT_INFRA, EXIT_OK
 from tamesu.models.ledger import dollars
 from tamesu.models.structured import Attempt
-from tamesu.results._refs import expand_agent, shrink_agent
+from tamesu.results._refs import NO_MARKERS, expand_agent, has_no_markers, shrink_agent
 from tamesu.results.stats import RepeatStats
 
 SCHEMA_VERSION = 1
@@ -74,8 +81,9 @@ class TurnRecord(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _read_back(cls, data: object) -> object:
-        if isinstance(data, dict) and "agent" in data:
+    def _read_back(cls, data: object, info: ValidationInfo) -> object:
+        # NO_MARKERS: the reader saw no `$` in the file, so no marker to resolve (a walk of every answer, else)
+        if isinstance(data, dict) and "agent" in data and not (info.context and info.context.get(NO_MARKERS)):
             return {**data, "agent": expand_agent(data["agent"])}
         return data
 
@@ -140,6 +148,12 @@ class RunResult(BaseModel):
     @property
     def failed_assertions(self) -> list[AssertionResult]:
         return [a for a in self.assertions if not a.passed]
+
+
+def run_result_from_json(text: str) -> RunResult:
+    """A result.json read back; a text without `$` is read without looking for markers in its turns (it holds
+    none: `_refs.has_no_markers`). Raises what `model_validate_json` raises."""
+    return RunResult.model_validate_json(text, context={NO_MARKERS: True} if has_no_markers(text) else None)
 
 
 class RunSummary(BaseModel):
