@@ -1,5 +1,6 @@
 """A `wait_for` on an audio call ends with its timeout, the transcription of what it heard too: the agent's speech
-heard but not transcribed by then is said (a `transcription_cut` event, the step's failure line), and is in the
+heard but not transcribed by then is said (a `transcription_cut` event, the step's line: not decided, exit 3, the
+phrase may be in it), and is in the
 record's `heard` once transcribed after the call. Against a SIP call to the baresip phone agent, and the `voice`
 target and the burst agent
 (tests/agents/burst_voice.py), whose greeting is 3 s of speech in one message: heard on the playback clock, it
@@ -56,13 +57,17 @@ def test_a_wait_ends_with_its_timeout_and_says_what_it_heard_but_did_not_transcr
     assert results["time enough"]["status"] == "passed", results["time enough"]["assertions"]
     for name in ("in the greeting", "listening on"):
         result = results[name]
-        assert result["status"] == "failed", (name, [t["agent"]["text"] for t in result["turns"]])
-        reason = next(a["reason"] for a in result["assertions"] if not a["passed"])
+        # not decided: the phrase may be in the speech not transcribed (the environment's, exit 3; not the agent's)
+        assert (result["status"], result["fault"]) == ("error", "environment"), \
+            (name, [t["agent"]["text"] for t in result["turns"]])
+        reason = result["error"]
         # the greeting is 3 s of speech, heard out on the playback clock: past the 2 s wait, nothing of it was
         # transcribed by then; no turn was said (the step after the wait never came)
         assert reason.startswith("script step 1 waited 2s for 'welcome to the bakery'; the agent said nothing ("), \
             reason
-        assert reason.endswith("s of its speech was heard but not transcribed by then)"), reason
+        assert reason.endswith("s of its speech was heard but not transcribed by then): not decided, the phrase may "
+                               "be in what was not transcribed (tamesu's speech-to-text was behind: a loaded "
+                               "machine? a longer timeout gives it time)"), reason
         (event,) = [e for e in result["events"] if e["name"] == "transcription_cut"]
         cut = event["data"]
         assert 1500 <= cut["heard_ms"] <= 5000, cut
@@ -99,8 +104,9 @@ tests:
         agent.stop()
     assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
     [result] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
-    assert result["status"] == "failed", [t["agent"]["text"] for t in result["turns"]]
-    reason = next(a["reason"] for a in result["assertions"] if not a["passed"])
+    assert (result["status"], result["fault"]) == ("error", "environment"), \
+        [t["agent"]["text"] for t in result["turns"]]
+    reason = result["error"]
     assert reason.startswith("script step 1 waited 2s for 'thank you for calling the clinic'; the agent said "
                              "nothing ("), reason
     (cut,) = [e["data"] for e in result["events"] if e["name"] == "transcription_cut"]

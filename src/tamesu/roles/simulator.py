@@ -16,14 +16,14 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from tamesu.conversation import Exchange, FileRef, UserTurn
-from tamesu.errors import TemplateError
+from tamesu.errors import InfraError, TemplateError
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured, json_schema_of
 from tamesu.packs import AttackSpec
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
 from tamesu.roles.transcript import History, as_text, last_tool_results
-from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, what_was_said
+from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, untranscribed_ms, what_was_said
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
 
@@ -113,9 +113,15 @@ class ScriptedUser(UserSimulator):
                     # target ended at once, hearing the agent only in answer to a turn, does not
                     timeout = step.timeout if step.timeout is not None else DEFAULT_TIMEOUT
                     waited = f" {timeout:g}s" if self._wait.listened(number) >= 0.9 * timeout else ""
-                    return UserAction(stop="script_done", failure=(
-                        f"script step {number} waited{waited} for {expected!r}; "
-                        f"{what_was_said(expected, turns, step)}"))
+                    said = (f"script step {number} waited{waited} for {expected!r}; "
+                            f"{what_was_said(expected, turns, step)}")
+                    if untranscribed_ms(turns):
+                        # the words may be in the speech tamesu heard and could not transcribe in time (a loaded
+                        # machine's speech-to-text): not the agent's failure, nor decided
+                        raise InfraError(f"{said}: not decided, the phrase may be in what was not transcribed "
+                                         "(tamesu's speech-to-text was behind: a loaded machine? a longer timeout "
+                                         "gives it time)")
+                    return UserAction(stop="script_done", failure=said)
                 self._wait.done()
                 heard_note = {"wait_for": expected, "step": number, "heard": how}
             turn = self._turn(step, context)

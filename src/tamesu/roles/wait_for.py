@@ -52,11 +52,16 @@ def heard(expected: str, turns: list[Exchange], step: ScriptStep) -> str | None:
     return None if match is None else f"turn {match.where}: {match.describe()}"
 
 
+def untranscribed_ms(turns: list[Exchange]) -> float:
+    """The agent's speech heard in `turns` that tamesu's speech-to-text had not transcribed when the wait ended."""
+    return sum(e.agent.audio.untranscribed_ms or 0.0 for e in turns if e.agent.audio is not None)
+
+
 def what_was_said(expected: str, turns: list[Exchange], step: ScriptStep) -> str:
     """The agent's words for a failure's one line, with the nearest it came to the phrase in speech."""
     said = " / ".join(e.agent.text.strip() for e in turns if e.agent.text.strip())
     # speech heard and not yet transcribed when the wait ended is no silence: the words may be in it
-    cut = sum(e.agent.audio.untranscribed_ms or 0.0 for e in turns if e.agent.audio is not None)
+    cut = untranscribed_ms(turns)
     untranscribed = f" ({cut / 1000:.1f}s of its speech was heard but not transcribed by then)" if cut else ""
     if not said:
         return "the agent said nothing" + untranscribed
