@@ -16,6 +16,7 @@ engine drives every audio target the same way (docs/voice.md):
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -63,14 +64,12 @@ class AudioConversation:
         """The arrival of the last speech of an earlier reply heard while waiting for the next, and why it was."""
         self.barge_ins = 0
         self._ahead: tuple[str, asyncio.Task[tuple[Clip, Voice]]] | None = None
-        """The next line's words and their synthesis, started as this line is said when the persona may talk
-        over the reply: synthesised once the interrupt came due, its words started seconds late under load."""
+        """The next line's words and their synthesis, started as this line is said (`AHEAD_VARIABLE`)."""
         self._due_ms: float | None = None
         """When the persona's behaviour has it talk over the reply heard now: its first speech and the delay drawn."""
         self._late: tuple[float, bool] | None = None
         """How late the current turn's barge-in started (ms), and whether its words were synthesised ahead."""
-        self._ready = False
-        """The line being said was synthesised ahead, and was ready when it came due."""
+        self._ready = False  # the line being said was synthesised ahead, and ready when it came due
         self._reply_audio: dict[int, list[tuple[float, np.ndarray]]] = {}
         """Each turn's reply audio as placed (by the turn's id), transcribed when the turn ends."""
         self._hearing: list[asyncio.Task[None]] = []
@@ -139,6 +138,8 @@ class AudioConversation:
     def _synthesise_ahead(self) -> None:
         """Start synthesising the user side's next words while this line is said and answered, when the persona
         may talk over the answer: it then talks when its behaviour drew, not once the words are made."""
+        if os.environ.get(AHEAD_VARIABLE) != "1":
+            return
         upcoming = self.session.next_words
         words = upcoming() if upcoming is not None and self.behaviour.interrupt_probability > 0 else None
         if not words:
@@ -481,6 +482,8 @@ class AudioConversation:
         return result
 
 
+AHEAD_VARIABLE = "TAMESU_VOICE_AHEAD"
+"""1: synthesise ahead (experimental: with it, interruption_stop_ms read ~90 ms short at one stop value in CI)."""
 BARGE_IN_LATE_MS = 250.0
 """A barge-in this much later than its behaviour drew is said (`barge_in_late`): a fifth of the range the delay is
 drawn from (300-1200 ms of the reply)."""
