@@ -117,10 +117,10 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   for (;;) await (await fetch("/echo?d=700&t=text/plain&m=news")).text();
 });
 </script></body></html>""",
-    # a widget in an iframe that takes itself away 1.5 s after it answered, while the look after the last turn
-    # watches it (the answer 1.5 s after the words: the look watches past the slowest answer and half, some 2.6 s
-    # after the turn; the turn itself ends 0.4 s after the answer, with a second to spare on a loaded machine: at
-    # 0.3 + 0.9 s the iframe went in one CI run before a loaded turn 1 had read its answer)
+    # a widget in an iframe that takes itself away 1.8 s after it answered, while the look after the last turn
+    # watches it: the answer 5 s after the words, so the turn ends some 5.6 s after them (its quiet 0.4 s) and the
+    # look watches until 5 + 2.5 (half the slowest answer) + 0.4 s; the iframe goes at 6.8 s, over a second from
+    # either (at 0.3 + 0.9 s it went before a loaded turn 1 had read its answer, at 1.5 + 1.5 s after the look)
     "leaves.html": '<!doctype html><html><body><h1>Shop</h1><iframe title="Chat" src="leaving.html"></iframe>'
                    '</body></html>',
     "leaving.html": """<!doctype html><html><body><div id="log"></div>
@@ -130,9 +130,9 @@ document.getElementById("f").addEventListener("submit", async (event) => {
   event.preventDefault();
   const input = document.getElementById("q"), asked = input.value;
   input.value = "";
-  await sleep(1500);
+  await sleep(5000);
   say("Answer to " + asked + ".");
-  await sleep(1500);
+  await sleep(1800);
   parent.document.querySelector("iframe").remove();
 });
 </script></body></html>""",
