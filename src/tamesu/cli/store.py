@@ -14,10 +14,6 @@ from tamesu.cli.shared import CONFIG_HELP, CONFIG_PATH
 from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError
 
 VIEW_PORT = 8765
-_EVERY_ADDRESS = ("0.0.0.0",)
-"""A host that listens on every interface: the browser opened here goes to this machine's loopback."""
-
-
 def _project(config: str | None) -> Any:
     from tamesu.plan import find_project, load_project
 
@@ -178,7 +174,7 @@ def view_command(store_url_option: str | None, config: str | None, port: int | N
     async def serve() -> None:
         server = listening()
         await server.start()
-        local = server.url if server.host not in _EVERY_ADDRESS else f"http://127.0.0.1:{server.port}"
+        local = server.url  # a view on every interface is opened at this machine's loopback (reachable_host)
         if not ipaddress.ip_address(server.host).is_loopback:
             click.echo(f"view: listening on {server.host}:{server.port}: anyone who can reach this machine can read "
                        "the run history (secrets are masked in it; there is no sign-in)", err=True)

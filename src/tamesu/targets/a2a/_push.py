@@ -36,8 +36,7 @@ class PushListener:
         self._queue: asyncio.Queue[tuple[JSONObject, float]] = asyncio.Queue(QUEUE_LIMIT)
         app = Starlette(routes=[Route("/{path:path}", self._receive, methods=["POST"])])
         self._server = LoopServer(app, host=host, port=port)
-        shown_host = "127.0.0.1" if self._server.host in ("0.0.0.0", "") else self._server.host
-        self.url = public_url or f"http://{shown_host}:{self._server.port}{PATH}"
+        self.url = public_url or f"{self._server.url}{PATH}"  # 127.0.0.1 for a wildcard bind (reachable_host)
         self.received = 0
 
     async def start(self) -> None:
