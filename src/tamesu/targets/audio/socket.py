@@ -71,7 +71,8 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
         self._barging = False
         self._interrupted: AgentTurn | None = None
         self._heard_after_stop: list[AgentTurn] = []
-        """Replies talked over with no words of the agent's: their text is what the caller heard, transcribed later."""
+        """Replies with no words of the agent's talked over, or that nothing read during the call: their text is what
+        the caller heard, transcribed when the call ends."""
         self._finished = False
         self._send_lock = asyncio.Lock()
         self._marks: list[tuple[asyncio.TimerHandle, str | bytes]] = []
@@ -345,9 +346,10 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
         if problem := self._pace_problem(heard, flood):
             raise TurnError(problem, raw=heard.controls)
         own, words = self._own_words(heard), None
-        if interrupted and not own:
+        if not own and (interrupted or not (session.reads_reply is None or session.reads_reply())):
             # the user talks over it now: transcribing first held the barge-in back by Whisper's time (seconds, loaded)
-            # and heard only what had come; its text is what the caller heard up to the barge-in (take_what_was_heard)
+            # and heard only what had come; its text is what the caller heard up to the barge-in (take_what_was_heard).
+            # Nothing reads it during the call: it is transcribed after, with the others, not against the agent's CPU
             self._heard_after_stop.append(turn)
         else:  # a `wait_for` listening ends at its timeout, the transcription too (what it did not hear is said)
             words = own or await transcribed(self._require_voice(), heard, started, wait_s, greeting)
