@@ -259,6 +259,10 @@ class Session:
         """The user side's next words when they are known before the agent answers (a script's next `say`, a
         case's next static turn), else None: an audio target synthesises them ahead, so a persona that talks
         over a reply starts when its behaviour drew, not once its words are synthesised."""
+        self.reads_reply: Callable[[], bool] | None = None
+        """Whether anything reads the words of the agent's reply being heard now while the call goes on (the user
+        side's next step, a capture, a handoff signal, a cut at `max_response_bytes`); None: something may. An
+        audio target transcribes a reply nothing reads once the call is over, with the others, not during it."""
 
     @property
     def conversation_trace(self) -> TraceContext | None:

@@ -20,7 +20,7 @@ from tamesu.plan import PlannedTest
 from tamesu.roles.extractor import Extractor
 from tamesu.roles.simulator import ModelSimulator, UserSimulator
 from tamesu.targets.base import Target, TargetSpec
-from tamesu.targets.bounds import bound_turn, checked_turn
+from tamesu.targets.bounds import DEFAULT_MAX_RESPONSE_BYTES, bound_turn, checked_turn
 from tamesu.targets.handoff_signal import signalled
 from tamesu.telemetry import otel
 from tamesu.telemetry.collector import RunSpans, heard_unasked
@@ -59,6 +59,7 @@ async def _talk(
     try:
         with agents_side(session):
             await _open(target, session)
+            session.reads_reply = lambda: _reads_reply(test, target, user)
             try:  # a script's first `wait_for` waits from here: the greeting is heard within its timeout
                 session.greeting_wait_s = user.listening_from(time.monotonic())
                 greeted_from, first = time.time_ns(), await target.greeting()
@@ -223,6 +224,13 @@ async def _hear_more(
     if more.handoff is not None:
         return "handoff", None
     return ("agent_ended", None) if more.ended else None
+
+
+def _reads_reply(test: PlannedTest, target: Target[TargetSpec], user: UserSimulator) -> bool:
+    """Whether anything reads the words of the agent's reply being heard now before the call is over: the user
+    side, a capture, the target's handoff signal, or a cut at a `max_response_bytes` of the suite's own."""
+    return (bool(test.spec.capture) or target.spec.handoff is not None
+            or target.spec.max_response_bytes != DEFAULT_MAX_RESPONSE_BYTES or user.reads_reply())
 
 
 def _unconnected(test: PlannedTest, target: Target[TargetSpec]) -> str | None:

@@ -60,6 +60,11 @@ class UserSimulator(ABC):
         `say`), for a voice to synthesise ahead; None when the answer decides them (a model, a person)."""
         return None
 
+    def reads_reply(self) -> bool:
+        """Whether the user side reads the words of the agent's reply being heard now before it says what comes
+        next (a model, a person, a pattern awaited); a script that only says its lines does not."""
+        return True
+
     def listening_from(self, at: float) -> float | None:
         """The agent is listened to from `at` (monotonic: its greeting, before anything is said): how long the
         user side waits for its words from then (a script's first `wait_for`, whose timeout counts from there),
@@ -128,6 +133,10 @@ class ScriptedUser(UserSimulator):
             if turn is not None:
                 return UserAction(turn=turn, note=heard_note)
         return UserAction(stop="script_done", note=heard_note)
+
+    def reads_reply(self) -> bool:
+        # the step that reads the reply heard now is the next one: a `wait_for` reads the turns since the user spoke
+        return self._next < len(self._steps) and self._steps[self._next].wait_for is not None
 
     def listening_from(self, at: float) -> float | None:
         step = self._steps[0] if self._steps else None

@@ -10,7 +10,9 @@ an agent when none is given.
   packets, until `idle` passes without more.
 - `mode: audio`: tamesu publishes a microphone track and the persona speaks into it through the voice toolkit
   (voice, behaviours, real-time pace); the agent's audio track is heard on the playback clock, recorded,
-  transcribed, and its turn ends after `idle` of silence. `dtmf` steps go out as LiveKit DTMF (RFC 4733
+  transcribed, and its turn ends after `idle` of silence. A reply something reads during the call (a script's next
+  `wait_for`, a capture, a simulator) is transcribed within the turn's `turn_timeout` (else the run is the
+  environment's error: not decided); the others once the call is over. `dtmf` steps go out as LiveKit DTMF (RFC 4733
   codes); digits the agent publishes are recorded for `dtmf_received`.
 
 No LiveKit server can be installed on tamesu's own machines, so this target is tested against a double of
@@ -43,7 +45,9 @@ from pydantic import Field, model_validator
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
+from tamesu.targets.audio.heard import take_what_was_heard
 from tamesu.targets.audio.listen import POLL_S, listen
+from tamesu.targets.audio.within import words_within
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.realtime.spec import audio_mode_available
 from tamesu.types import Strict
@@ -174,6 +178,8 @@ class LiveKitTarget(Target[LiveKitSpec]):
         self._line_stop = asyncio.Event()
         self._turn_traced = False
         """This turn's text stream carried the turn's `traceparent`."""
+        self._after_call: list[AgentTurn] = []
+        """Replies nothing read during the call: their text is what was heard, transcribed when it ends."""
 
     async def _open(self, session: Session) -> None:
         spec = self.spec
@@ -352,13 +358,30 @@ class LiveKitTarget(Target[LiveKitSpec]):
 
     async def _read_audio(self, turn: AgentTurn) -> AgentTurn:
         assert self._session is not None
+        session, started = self._session, time.monotonic()
         heard = await listen(self, self._voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
-                             now_ms=self._session.now_ms)
+                             now_ms=session.now_ms)
+        if session.reads_reply is not None and not session.reads_reply():
+            # nothing reads its words during the call: transcribed once it is over, not against the agent's CPU
+            self._after_call.append(turn)
+            record, measures = self._voice.end_turn(heard=None)
+            turn.audio, turn.measures = record, measures
+            return turn
         # here, not at the top: the speech-to-text imports numpy (the voice extra), which a text-mode target, and
         # `schema`/`init` reading every type's spec, do without (124 ms of each)
-        from tamesu.audio import stt
+        from tamesu.audio.clip import Clip
+        from tamesu.audio.level import pcm16
 
-        turn.text = await stt.heard_in(heard.pcm, RATE)
+        pcm = heard.pcm
+
+        async def transcribe() -> str:
+            if len(pcm) < RATE * 2 // 5:  # a fifth of a second or less is nothing
+                return ""
+            said = await self._voice.transcribe_now(Clip(pcm16(pcm), RATE), self.to_ms(heard.spoke_at or started))
+            return str(said)
+
+        turn.text = await words_within(transcribe, started + self.spec.turn_timeout, session=session,
+                                       speech_ms=len(pcm) * 500 / RATE, limit_s=self.spec.turn_timeout)
         record, measures = self._voice.end_turn(heard=turn.text)
         turn.audio, turn.measures = record, measures
         return turn
@@ -393,6 +416,7 @@ class LiveKitTarget(Target[LiveKitSpec]):
         if self._voice is not None:
             with contextlib.suppress(Exception):
                 await self._voice.finish()
+            take_what_was_heard(self._after_call)
             self._voice = None
         if room is not None:
             with contextlib.suppress(Exception):

@@ -29,6 +29,8 @@ from websockets.exceptions import ConnectionClosed
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn, given_since
 from tamesu.errors import InfraError, TemplateError
+from tamesu.targets.audio._call_trace import CallTrace
+from tamesu.targets.audio._chunk import take_chunk
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
 from tamesu.targets.audio.hear_out import hear_out
 from tamesu.targets.audio.heard import Heard, hung_up, listening_notes, take_what_was_heard, transcribed, unheard
@@ -36,7 +38,6 @@ from tamesu.targets.audio.listen import POLL_S, ended_late
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SpecT, Target
 from tamesu.targets.ws_open import Line, hang_up, open_websocket, stop_line
-from tamesu.telemetry.traceparent import TraceContext, own_traceparent
 
 if TYPE_CHECKING:
     from tamesu.audio.conversation import AudioConversation
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 
 
-class AudioSocketTarget(Target[SpecT]):
+class AudioSocketTarget(CallTrace, Target[SpecT]):
     """A target whose agent is reached over one audio websocket (see the module's docstring)."""
 
     audio = dtmf = True  # a phone-like call: it speaks, and its wire says how a digit travels
@@ -70,16 +71,14 @@ class AudioSocketTarget(Target[SpecT]):
         self._barging = False
         self._interrupted: AgentTurn | None = None
         self._heard_after_stop: list[AgentTurn] = []
-        """Replies talked over with no words of the agent's: their text is what the caller heard, transcribed later."""
+        """Replies with no words of the agent's talked over, or that nothing read during the call: their text is what
+        the caller heard, transcribed when the call ends."""
         self._finished = False
         self._send_lock = asyncio.Lock()
         self._marks: list[tuple[asyncio.TimerHandle, str | bytes]] = []
         self._tasks: set[asyncio.Future[None]] = set()
         self._counts = {"messages": 0, "clears": 0, "marks": 0, "dtmf_sent": 0}
         self._opened_at: float | None = None
-        self.traceparent: str | None = None
-        """The conversation's `traceparent` the call carries (the suite's own when it set one)."""
-        self._trace_id: str | None = None
         self._metrics: dict[str, float] = {}
 
     def _require_voice(self) -> AudioConversation:
@@ -95,29 +94,6 @@ class AudioSocketTarget(Target[SpecT]):
 
     def _headers(self, session: Session) -> dict[str, str]:
         return {}
-
-    def _handshake_headers(self, session: Session, headers: dict[str, str]) -> dict[str, str]:
-        """With the conversation's `traceparent` (the suite's own wins), kept for the wire's carriers."""
-        self.traceparent = self._own_traceparent(session, headers) or (
-            session.conversation_trace.traceparent if session.conversation_trace is not None else None)
-        if self.traceparent is not None and own_traceparent(headers) is None:
-            return {**headers, "traceparent": self.traceparent}
-        return headers
-
-    def _traced(self, session: Session, wire: Wire) -> None:
-        """Where the conversation's trace went, on the timeline; the id every turn records."""
-        if self.traceparent is not None:
-            parsed = TraceContext.parse(self.traceparent)
-            self._trace_id = parsed.trace_id if parsed is not None else None
-            session.event("conversation_trace", trace_id=self._trace_id,
-                          sent_in=["websocket handshake header traceparent", *wire.trace_carriers])
-
-    def _own_traceparent(self, session: Session, headers: dict[str, str]) -> str | None:
-        """The suite's own `traceparent` (in `headers`): it wins over the conversation's."""
-        return own_traceparent(headers)
-
-    def turn_trace_id(self, session: Session) -> str | None:
-        return self._trace_id  # one socket for the call: every turn's trace is the handshake's
 
     # -- open and close -------------------------------------------------------------------------------
 
@@ -370,9 +346,10 @@ class AudioSocketTarget(Target[SpecT]):
         if problem := self._pace_problem(heard, flood):
             raise TurnError(problem, raw=heard.controls)
         own, words = self._own_words(heard), None
-        if interrupted and not own:
+        if not own and (interrupted or not (session.reads_reply is None or session.reads_reply())):
             # the user talks over it now: transcribing first held the barge-in back by Whisper's time (seconds, loaded)
-            # and heard only what had come; its text is what the caller heard up to the barge-in (take_what_was_heard)
+            # and heard only what had come; its text is what the caller heard up to the barge-in (take_what_was_heard).
+            # Nothing reads it during the call: it is transcribed after, with the others, not against the agent's CPU
             self._heard_after_stop.append(turn)
         else:  # a `wait_for` listening ends at its timeout, the transcription too (what it did not hear is said)
             words = own or await transcribed(self._require_voice(), heard, started, wait_s, greeting)
@@ -398,37 +375,11 @@ class AudioSocketTarget(Target[SpecT]):
         return self._wire.read(message)
 
     def _handle(self, item: Incoming, at: float, heard: Heard, turn: AgentTurn, audio_turn: Any) -> bool:
-        from tamesu.audio.clip import Clip
-        from tamesu.audio.conversation import AudioFormatError
-        from tamesu.audio.level import SPEECH_RMS, rms
-
         session = self._require_session()
         if item.kind == "audio":
             if not item.audio:
                 return False
-            if earlier := self._require_voice().earlier_reply(audio_turn, item.audio, at):
-                # no reply to the caller: counted, its quiet since then ended the turn as soon as the caller
-                # stopped, and the answer after it was never heard
-                with contextlib.suppress(Exception):
-                    voice = self._require_voice()
-                    start = voice.agent_audio(item.audio, arrived_ms=at, turn=None)
-                    heard.set_aside(earlier, start, at, item.audio, voice.receive_format)
-                return True
-            try:
-                start = self._require_voice().agent_audio(item.audio, arrived_ms=at, turn=audio_turn)
-                clip = Clip.from_wire(item.audio, self._require_voice().receive_format)
-            except (AudioFormatError, ValueError) as exc:
-                raise TurnError(f"the agent's audio does not fit the agreed format: {exc}",
-                                raw=heard.controls) from None
-            heard.audio_ms += clip.duration_ms
-            heard.arrivals.append((at, clip.duration_ms))
-            if rms(clip.samples) > SPEECH_RMS:
-                if heard.spoke_at is None:
-                    heard.spoke_at = start
-                    turn.first_token_at_ms = heard.reply_starts(start, audio_turn)
-                heard.quiet_from = start + clip.duration_ms
-            if heard.spoke_at is not None:
-                heard.pcm.append(clip.samples if clip.rate == 16000 else clip.at(16000).samples)
+            take_chunk(self._require_voice(), item.audio, at, heard, turn, audio_turn)
             return True
         if item.kind in ("clear", "interrupted"):
             self._counts["clears"] += 1
