@@ -4,18 +4,10 @@ talks over the answer starts when its behaviour drew, not once its words are mad
 from __future__ import annotations
 
 import asyncio
-import os
 
 from tamesu.audio import tts
 from tamesu.audio.clip import Clip
 from tamesu.audio.voices import Voice
-
-AHEAD_VARIABLE = "TAMESU_VOICE_AHEAD"
-"""1: synthesise ahead (experimental: with it, interruption_stop_ms read ~90 ms short at one stop value in CI)."""
-
-
-def wanted() -> bool:
-    return os.environ.get(AHEAD_VARIABLE) == "1"
 
 
 class Ahead:

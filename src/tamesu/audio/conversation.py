@@ -127,8 +127,6 @@ class AudioConversation:
     def _synthesise_ahead(self) -> None:
         """Start synthesising the user side's next words while this line is said and answered, when the persona
         may talk over the answer: it then talks when its behaviour drew, not once the words are made."""
-        if not _ahead.wanted():
-            return
         upcoming = self.session.next_words
         words = upcoming() if upcoming is not None and self.behaviour.interrupt_probability > 0 else None
         if not words:
