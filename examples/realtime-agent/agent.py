@@ -32,10 +32,12 @@ first utterance is A, every later one B (a long first answer to talk over, a sho
 silent edges cut, so the pause is exact); `GAPS` keeps, per reply to committed audio, its longest silence on
 its clock (the wait for its first voiced sample, or a pause inside it).
 `?stop_delay_ms=200`: a reply the caller cancels (or talks over, with server VAD) goes on that long before it
-stops, its last chunk sent at that moment; `STOPS` keeps, per cancelled reply, the ms on its clock from the
-cancel to its last audio delta, and `OVERLAPS` the ms both spoke at once around the cancel: the caller's audio
-(arriving in real time) and its own as it played (a client flushes its player at the cancel, so the audio sent
-after it plays as it arrives), each speaking where tamesu's one definition of speaking says so
+stops, its last chunk sent at that moment, one with sound in it (a chunk of digital silence due then, the 100 ms
+of zeros espeak makes at a comma, is followed at once by the next: silence is no audio a caller hears, and ending
+on it put the stop a chunk past the sound tamesu heard last); `STOPS` keeps, per cancelled reply, the ms on its
+clock from the cancel to that last audio delta, and `OVERLAPS` the ms both spoke at once around the cancel: the
+caller's audio (arriving in real time) and its own as it played (a client flushes its player at the cancel, so
+the audio sent after it plays as it arrives), each speaking where tamesu's one definition of speaking says so
 (`tamesu.audio.metrics.speech`: Silero VAD, edges sharpened to the millisecond), so the two clocks are compared,
 not two definitions. VAD reads 32 ms windows from a clip's first sample, and where a cut-off reply ends in a
 fragment (a 50 ms burst after a dropout) whether it is speech depends on where those windows fall: `OVERLAPS`
@@ -69,6 +71,7 @@ from websockets.exceptions import ConnectionClosed
 from tamesu.audio import metrics, stt, tts
 from tamesu.audio.clip import Clip
 from tamesu.audio.formats import AudioFormat
+from tamesu.audio.level import audible
 from tamesu.audio.vad import StreamingVad
 
 CHUNK_MS = 100
@@ -80,7 +83,8 @@ GAPS: list[float] = []
 """The longest silence of each reply to committed audio on the agent's clock (ms), in order: from the commit
 to its first voiced sample, or between two voiced samples of the reply."""
 STOPS: list[float] = []
-"""The agent's own stop time of each cancelled reply (ms), in order: from the cancel to its last audio delta."""
+"""The agent's own stop time of each cancelled reply (ms), in order: from the cancel to its last audio delta
+with sound in it (`level.audible`)."""
 OVERLAPS: list[tuple[float, float]] = []
 """The agent's own talk-over of each cancelled reply with a stop delay (ms), in order: the lowest and highest
 over `OVERLAP_ALIGNMENTS_MS`."""
@@ -528,8 +532,9 @@ class Connection:
 
         producer = asyncio.create_task(synthesise())
         said, start, sent_ms, last_sent = "", None, 0.0, 0.0
-        # whether the client's player was flushed by a cancel, and the agent's last voiced sample since
-        flushed, spoke_until = False, 0.0
+        # whether the client's player was flushed by a cancel, the agent's last voiced sample since, and when
+        # its last chunk with sound in it since went out
+        flushed, spoke_until, sounded = False, 0.0, None
         # the agent's own clock of its silences: the end of its last voiced sample, from the commit on
         voiced_until, longest = self.committed_at, 0.0
         try:
@@ -564,8 +569,10 @@ class Connection:
                         samples = Clip.from_wire(data, fmt).samples
                         self.said_since_cancel.append((plays_at, samples, fmt.rate))
                         spoke_until = self.player_until
-                        if last_sent >= self.cancelled_at + self.stop_delay_s:
-                            return said, self._stopped(last_sent, spoke_until)
+                        if audible(samples):
+                            sounded = last_sent
+                            if last_sent >= self.cancelled_at + self.stop_delay_s:
+                                return said, self._stopped(last_sent, spoke_until)
                     if self.committed_at is not None:  # the first audio of the answer to that commit
                         TIMINGS.append(round((time.monotonic() - self.committed_at) * 1000, 3))
                         self.committed_at = None
@@ -590,7 +597,7 @@ class Connection:
             with contextlib.suppress(asyncio.CancelledError):
                 await producer
         if self.cancelled:  # cancelled while its stop delay ran, the audio ran out first
-            return said, self._stopped(last_sent, spoke_until)
+            return said, self._stopped(last_sent if sounded is None else sounded, spoke_until)
         if voiced_until is not None:
             GAPS.append(round(longest, 3))
         return said.strip(), "completed"

@@ -16,13 +16,18 @@ overlap whatever the length), is the table question's 3 s: it was the menu again
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
-from agents.voice import calls_on_the_agents_clock, needs_voice, not_yet_within
+from agents.voice import agent_module, calls_on_the_agents_clock, needs_voice, not_yet_within, realtime_agent  # noqa: F401
 
 # the agent paces its audio in 100 ms chunks: a cancel that arrives between two waits the next one, so a
 # delay shorter than a chunk would be measured as the chunk; the delays start above it
@@ -84,3 +89,45 @@ def test_interruption_stop_agrees_with_the_agents_own_clock(tamesu: Callable, tm
     assert set(stops) == {f"{fmt}_{delay}" for fmt in FORMATS for delay in DELAYS_MS}, stops
     assert all(min(abs(d) for d in both) <= 20 for both in stops.values()), stops
     assert all(min(abs(d) for d in both) <= TALK_OVER_MS for both in overlaps.values()), overlaps
+
+
+async def test_the_agents_stop_ends_on_sound(realtime_agent: str) -> None:  # noqa: F811
+    """The agent's clock of its stop ends on a chunk with sound in it, the last audio a caller hears and tamesu's
+    stop counts (`level.audible`). The menu's first sentence, in espeak's voice, has 100 ms of zeros at its comma
+    (its 13th chunk): a stop delay that ended there put the agent's stop on silence, a chunk after the last sound,
+    and with synthesis ahead every call of test_interruption_stop_agrees_with_the_agents_own_clock cancelled the
+    menu at the same moment (the delay drawn from the run's seed, the words ready), so that pcm16 400 ms read
+    91-95 ms short of the agent's clock in every call of two CI runs (each 100 ms less the few ms from its cancel to
+    its next chunk). The agent sends a chunk every 100 ms, one ahead: cancelled 50 ms after the 6th to the 9th chunk
+    came, its stop delay ends on the 11th to the 14th chunk, and the 13th, that silence, is one of them."""
+    from websockets.asyncio.client import connect
+
+    from tamesu.audio.clip import Clip
+    from tamesu.audio.formats import AudioFormat
+    from tamesu.audio.level import audible
+
+    module = agent_module()
+    wire = AudioFormat("pcm16", 24000)
+    said = base64.b64encode(Clip.silence(200, 24000).wire(wire)).decode()
+    url = realtime_agent + "?" + urlencode({"stop_delay_ms": 400, "heard": "Can I see the menu"})
+    ends: list[tuple[int, bool, float]] = []
+    async with connect(url, max_size=None, open_timeout=10) as ws:
+        for after in (6, 7, 8, 9):
+            for event in ({"type": "input_audio_buffer.append", "audio": said},
+                          {"type": "input_audio_buffer.commit"}, {"type": "response.create"}):
+                await ws.send(json.dumps(event))
+            chunks: list[bytes] = []
+            while True:
+                got: dict[str, Any] = json.loads(await ws.recv())
+                if got["type"] == "response.output_audio.delta":
+                    chunks.append(base64.b64decode(got["delta"]))
+                    if len(chunks) == after:  # halfway to the next chunk: the stop is never a chunk's edge
+                        await asyncio.sleep(0.05)
+                        await ws.send(json.dumps({"type": "response.cancel"}))
+                elif got["type"] == "response.done":
+                    assert got["response"]["status"] == "cancelled", got
+                    break
+            ends.append((len(chunks), audible(Clip.from_wire(chunks[-1], wire).samples), module.STOPS[-1]))
+    print("(chunks sent, the last one has sound, the agent's stop ms):", ends)
+    assert all(sound for _n, sound, _stop in ends), ends
+    assert all(stop >= 400 for _n, _sound, stop in ends), ends

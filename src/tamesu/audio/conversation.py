@@ -16,14 +16,13 @@ engine drives every audio target the same way (docs/voice.md):
 from __future__ import annotations
 
 import asyncio
-import os
-import time
 from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 
-from tamesu.audio import lag, noise, pool, stt, tts
+from tamesu.audio import _ahead, lag, noise, pool, stt, tts
 from tamesu.audio import metrics as audio_metrics
+from tamesu.audio._hearing import Hearing
 from tamesu.audio.behaviors import Behaviour
 from tamesu.audio.clip import Clip
 from tamesu.audio.formats import AudioFormat, frames
@@ -63,25 +62,19 @@ class AudioConversation:
         self._earlier: tuple[float, str] | None = None
         """The arrival of the last speech of an earlier reply heard while waiting for the next, and why it was."""
         self.barge_ins = 0
-        self._ahead: tuple[str, asyncio.Task[tuple[Clip, Voice]]] | None = None
-        """The next line's words and their synthesis, started as this line is said (`AHEAD_VARIABLE`)."""
+        self._ahead = _ahead.Ahead(self.voice_name, self.behaviour.speaking_rate)
+        """The next line's words and their synthesis, started as this line is said."""
         self._due_ms: float | None = None
         """When the persona's behaviour has it talk over the reply heard now: its first speech and the delay drawn."""
         self._late: tuple[float, bool] | None = None
         """How late the current turn's barge-in started (ms), and whether its words were synthesised ahead."""
         self._ready = False  # the line being said was synthesised ahead, and ready when it came due
-        self._reply_audio: dict[int, list[tuple[float, np.ndarray]]] = {}
-        """Each turn's reply audio as placed (by the turn's id), transcribed when the turn ends."""
-        self._hearing: list[asyncio.Task[None]] = []
-        self._heard_parts: dict[int, int] = {}
-        self._heard_by_target: set[int] = set()
+        self._hearing = Hearing(session)
         self._listening_only = False
         self.hear_live = False
         """Transcribe each reply as its turn ends (a target sets it when something needs the agent's words
         during the call); else every reply is transcribed once the call is over, in one batch, so no
         transcription competes with the frames of the conversations still talking."""
-        self._in_call = True
-        self._hearings: list[dict[str, float | bool]] = []
         self._lag = lag.monitor()
         self._lag_mark = self._lag.watch()
         self._speech_rms = noise.TYPICAL_SPEECH_RMS
@@ -125,30 +118,20 @@ class AudioConversation:
 
     async def _synthesised(self, text: str) -> tuple[Clip, Voice, bool]:
         """`text` spoken by the persona's voice; whether it was synthesised ahead (and done by now)."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and ahead[0] == text:
-            ready = ahead[1].done()
-            clip, voice = await ahead[1]
-            return clip, voice, ready
-        if ahead is not None:  # other words after all (a hesitation drawn, a captured value changed)
-            ahead[1].cancel()
+        ahead = await self._ahead.take(text)
+        if ahead is not None:
+            return ahead
         clip, voice = await tts.say(text, self.voice_name, self.behaviour.speaking_rate)
         return clip, voice, False
 
     def _synthesise_ahead(self) -> None:
         """Start synthesising the user side's next words while this line is said and answered, when the persona
         may talk over the answer: it then talks when its behaviour drew, not once the words are made."""
-        if os.environ.get(AHEAD_VARIABLE) != "1":
-            return
         upcoming = self.session.next_words
         words = upcoming() if upcoming is not None and self.behaviour.interrupt_probability > 0 else None
         if not words:
             return
-        words = self.behaviour.planned_words(words)
-        task = asyncio.ensure_future(tts.say(words, self.voice_name, self.behaviour.speaking_rate))
-        # words never said: their synthesis's failure is nobody's (the line said instead fails on its own)
-        task.add_done_callback(lambda done: done.cancelled() or done.exception())
-        self._ahead = (words, task)
+        self._ahead.start(self.behaviour.planned_words(words))
 
     def _prepared(self, clip: Clip, seed: int) -> tuple[Clip, list[bytes]]:
         """The utterance as the line carries it: louder or quieter, the noise under it, decoded from the wire
@@ -259,7 +242,7 @@ class AudioConversation:
                 self._interrupt_after = self.behaviour.interrupts()
             turn.agent_to_ms = start + clip.duration_ms
             turn.agent_audio_ms += clip.duration_ms
-            self._reply_audio.setdefault(id(turn), []).append((start, heard.samples))
+            self._hearing.add(turn, start, heard.samples)
         pending = self._pending_barge_in
         if pending is not None and pending.interrupted_at_ms is not None and now >= pending.interrupted_at_ms:
             # the talked-over reply goes on while the caller talks, and for as long as its audio keeps coming;
@@ -367,14 +350,13 @@ class AudioConversation:
         self._interrupt_after = None if turn is not self._current else self._interrupt_after
         self.turns.append(turn)
         if heard is not None:
-            turn.agent_said = heard
-            self._heard_by_target.add(id(turn))
+            self._hearing.by_target(turn, heard)
         if self.hear_live and not self._listening_only and not talked_over:
             # else heard at the end, in finish(): Whisper during the call would take the CPU from the frames
             # of the conversations still talking and from an agent preparing its next words on this machine;
             # a reply the caller is about to talk over is heard once it stops (close_barge_in), not while its
             # stop is timed
-            self._hear(turn)
+            self._hearing.hear(turn)
         measures: dict[str, float] = {}
         if self._late is not None and turn is self._current:
             measures["barge_in_late_ms"] = round(self._late[0], 3)
@@ -383,62 +365,17 @@ class AudioConversation:
             measures["time_to_first_audio_ms"] = round(max(0.0, turn.agent_from_ms - turn.user_to_ms), 3)
         return turn, measures
 
-    def _hear(self, turn: TurnAudio) -> None:
-        """Transcribe the turn's reply off the event loop now (during the call when `hear_live`, else from
-        `finish`). A barge-in later only shortens what was heard."""
-        cut = turn.interrupted_at_ms  # what was queued to play after the barge-in was flushed, never heard
-        parts = [(s, a) for s, a in self._reply_audio.get(id(turn), []) if cut is None or s < cut]
-        if (id(turn) in self._heard_by_target or not parts or turn.agent_from_ms is None
-                or self._heard_parts.get(id(turn)) == len(parts)):
-            return
-        self._heard_parts[id(turn)] = len(parts)
-        origin = parts[0][0]
-        length = max(int((s - origin) * stt.WHISPER_RATE / 1000) + a.size for s, a in parts)
-        track = np.zeros(length, dtype=np.int32)
-        for start, samples in parts:
-            at = int((start - origin) * stt.WHISPER_RATE / 1000)
-            track[at:at + samples.size] += samples
-        if cut is not None:
-            track = track[:max(0, int((cut - origin) * stt.WHISPER_RATE / 1000))]
-        clip = Clip(np.clip(track, -32768, 32767).astype(np.int16), stt.WHISPER_RATE)
-
-        self._hearings.append({"at_ms": round(self.session.now_ms(), 1), "during_call": self._in_call})
-
-        async def hear() -> None:
-            heard = await stt.transcribe_off_loop(clip, origin)
-            if self._heard_parts.get(id(turn)) == len(parts):  # not overtaken by a later, longer hearing
-                turn.agent_said = heard.text
-
-        self._hearing.append(asyncio.create_task(hear()))
-
     async def transcribe_now(self, clip: Clip, offset_ms: float = 0.0) -> str:
         """The agent's words in `clip` now, for a target that needs them during the call (its turn's text),
         counted with the other transcriptions in the `audio` event."""
-        self._hearings.append({"at_ms": round(self.session.now_ms(), 1), "during_call": self._in_call})
-        return (await stt.transcribe_off_loop(clip, offset_ms)).text
+        return await self._hearing.now(clip, offset_ms)
 
     async def transcribe_by(self, clip: Clip, offset_ms: float, until: float | None) -> str | None:
         """`transcribe_now`, done by `until` when given (monotonic: a `wait_for`'s end): else None, and the speech
         heard but not transcribed is recorded in the current turn (`untranscribed_ms`) and said
         (`transcription_cut`); a job nothing would wait for is not started (the worker is left to the turns still
         read), and the words are heard after the call, for the record (`end_turn(heard=None)`). Under 0.2 s: ""."""
-        if clip.duration_ms < 200:
-            return ""
-        if until is None:
-            return await self.transcribe_now(clip, offset_ms)
-        left = until - time.monotonic()
-        try:
-            if left <= 0:
-                raise TimeoutError
-            return await asyncio.wait_for(self.transcribe_now(clip, offset_ms), left)
-        except TimeoutError:
-            cut_ms = round(clip.duration_ms, 1)
-            if self._current is not None:
-                self._current.untranscribed_ms = cut_ms
-            self.session.event("transcription_cut", from_ms=round(offset_ms, 1), heard_ms=cut_ms,
-                               note=f"{cut_ms / 1000:.1f}s of the agent's speech was heard but not transcribed "
-                                    "before the wait_for's timeout: the turn's text has none of it")
-            return None
+        return await self._hearing.by(clip, offset_ms, until, lambda: self._current)
 
     def close_barge_in(self) -> float | None:
         """The stop time of the last barge-in, once its reply's audio has ended: interruption_stop_ms."""
@@ -447,7 +384,7 @@ class AudioConversation:
             return None
         self._pending_barge_in = None
         if self.hear_live:
-            self._hear(turn)
+            self._hearing.hear(turn)
         return round(turn.agent_stopped_at_ms - turn.interrupted_at_ms, 3)
 
     # -- the end of the run ---------------------------------------------------------------------------
@@ -455,10 +392,8 @@ class AudioConversation:
     async def finish(self, turns: Sequence[object] | None = None) -> dict[str, float]:
         """Write audio.wav, transcribe the agent's replies, and compute the run's audio metrics (into
         the session's counters, which the engine reads after close)."""
-        self._in_call = False
-        if self._ahead is not None:  # words the conversation never came to
-            self._ahead[1].cancel()
-            self._ahead = None
+        self._hearing.in_call = False
+        self._ahead.cancel()
         self._lag.release()
         paced = {**self.pacer.lateness(), **self._lag.since(self._lag_mark)}
         self.session.artifacts_dir.mkdir(parents=True, exist_ok=True)
@@ -467,23 +402,18 @@ class AudioConversation:
         user, agent = await asyncio.to_thread(self.recorder.tracks)
         await asyncio.to_thread(self.recorder.write, path, (user, agent))
         for turn in self.turns:
-            self._hear(turn)  # a reply still playing when its turn ended (a barge-in) has audio left here
-        if self._hearing:
-            await asyncio.gather(*self._hearing)
+            self._hearing.hear(turn)  # a reply still playing when its turn ended (a barge-in) has audio left here
+        await self._hearing.done()
         result = await asyncio.to_thread(audio_metrics.compute, user, agent, self.turns)
         self.session.event("audio", file=WAV_NAME, seconds=round(self.recorder.length() / self.recorder.rate, 3),
                            voice=self.voice_name, barge_ins=self.barge_ins,
-                           late_frame_ms_max=round(self.pacer.late_ms_max, 1), **paced,
-                           transcribed_during_call=sum(1 for h in self._hearings if h["during_call"]),
-                           transcribed_after_call=sum(1 for h in self._hearings if not h["during_call"]))
+                           late_frame_ms_max=round(self.pacer.late_ms_max, 1), **paced, **self._hearing.counts())
         result.update({k: v for k, v in paced.items() if k != "frames_sent"})
         for name, value in result.items():
             self.session.counters[name] = value
         return result
 
 
-AHEAD_VARIABLE = "TAMESU_VOICE_AHEAD"
-"""1: synthesise ahead (experimental: with it, interruption_stop_ms read ~90 ms short at one stop value in CI)."""
 BARGE_IN_LATE_MS = 250.0
 """A barge-in this much later than its behaviour drew is said (`barge_in_late`): a fifth of the range the delay is
 drawn from (300-1200 ms of the reply)."""
