@@ -318,15 +318,19 @@ class RunSpans:
         elif trace_id in self.trace_ids:
             self.trace_ids.remove(trace_id)
 
-    async def settle(self, wait: float, recorded: Iterable[str] = ()) -> None:
+    async def settle(self, wait: float, recorded: Iterable[str] = (), carried: Iterable[str] = ()) -> None:
         """Wait for late spans: until the run's traces are complete (`complete`) and none of their spans came for
         a quarter of `wait` since the later of the last one and now (the target closed: a span it ended comes
         within an export period), at most until `wait` seconds after the last turn ended. `recorded`: the
-        trace each turn recorded (the one the agent got)."""
+        trace each turn recorded (the one the agent got); `carried`: the traces the target said it sent before
+        or between turns (its `conversation_trace` events: a handshake's), waited for as the recorded ones are,
+        those of the conversation's trace tamesu made: an agent's span of its connection ends when the target
+        closes, after every turn's trace is in (not waited for, it came after the run was graded)."""
         deadline = self._quiet_since + wait
         quiet = wait / QUIET_PART
         since = time.monotonic()
-        recorded = set(recorded)
+        # the suite's own traceparent on a handshake is no trace of this run's: nothing of it is routed here
+        recorded = set(recorded) | {t for t in carried if t in self._conversation}
         while (now := time.monotonic()) < deadline:
             step = _POLL_S
             if self.complete(recorded):
@@ -338,7 +342,8 @@ class RunSpans:
 
     def complete(self, recorded: Iterable[str]) -> bool:
         """Whether every span of the run's traces that will come has come, as far as the spans say: some span
-        came (none: `trace_not_found`, after the whole wait), one of every trace a turn recorded, the agent's
+        came (none: `trace_not_found`, after the whole wait), one of every trace in `recorded` (a turn's, a
+        handshake's), the agent's
         span under tamesu's of every trace that came and whose `traceparent` tamesu made (its entry span: it
         ends last, so an exporter sends it last), and the parent every span named (other than tamesu's). What
         ends after the entry span (background work) the spans cannot show: the quiet period of `settle` waits
