@@ -198,9 +198,12 @@ def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session,
         exchange.agent.measures.update(genai.measures(mine))
     waited = {} if traces is None else {
         "wait_s": traces.spec.wait, "source": traces.query.name if traces.query is not None else "receiver"}
+    # spans of traces no run sent, come meanwhile: most likely the lost ones, under ids of the agent's own
+    others = {"other_spans": spans_file.other_spans} if spans_file.other_spans and traces is not None and \
+        traces.query is None else {}
     for trace_id in spans_file.not_found:
         turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
-        session.event("trace_not_found", trace_id=trace_id, turn=turn, **waited)
+        session.event("trace_not_found", trace_id=trace_id, turn=turn, **waited, **others)
     for trace_id in spans_file.incomplete:
         turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
         session.event("trace_incomplete", trace_id=trace_id, turn=turn, **waited)

@@ -108,10 +108,14 @@ class SpanCollector:
         self._unrouted: dict[str, list[tuple[Span, str | None]]] = {}
         self._unrouted_count = 0
         self.dropped = Dropped()
+        self._going: set[RunSpans] = set()
+        """The runs not graded yet: each counts the spans of no run's traces that came meanwhile."""
 
     def run(self, max_spans: int, label: str = "") -> RunSpans:
         """`label`: the run as the warnings name it (`suite/test run 2`)."""
-        return RunSpans(self, max_spans, label)
+        run = RunSpans(self, max_spans, label)
+        self._going.add(run)
+        return run
 
     @property
     def routed(self) -> int:
@@ -120,6 +124,7 @@ class SpanCollector:
 
     def closed(self, run: RunSpans) -> None:
         """`run` was graded: its traces' later spans are only counted, as late."""
+        self._going.discard(run)
         for trace_id in run.trace_ids:
             routes = self._routes.get(trace_id)
             if routes is not None and routes.pop(run, None) is not None and not routes:
@@ -145,6 +150,8 @@ class SpanCollector:
                 self._hold(span, graded)
             else:
                 self.dropped.other_spans += 1
+                for going in self._going:
+                    going.other_spans += 1
                 if span.trace_id not in self._other and len(self._other) < _OTHER_TRACES_REMEMBERED:
                     self._other.add(span.trace_id)
                     self.dropped.other_traces += 1
@@ -186,6 +193,8 @@ class RunSpans:
         self.max_spans = max_spans
         self.kept: list[Span] = []
         self.received = 0
+        self.other_spans = 0
+        """Spans of traces no run sent that came while this one went (`SpansFile.other_spans`)."""
         self.closed = False
         self._turn_starts: list[tuple[int, int]] = []
         """(wall-clock ns, turn): where a conversation trace's spans fall."""
@@ -375,7 +384,7 @@ class RunSpans:
                          not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3),
                          incomplete=[t for t in self.trace_ids
                                      if t in self._heard and t in self._parents and t not in self._entered],
-                         shared=[t for t in self.trace_ids if t in self.shared])
+                         shared=[t for t in self.trace_ids if t in self.shared], other_spans=self.other_spans)
 
 
 def heard_unasked(spans: RunSpans | None, turn: int, since_ns: int) -> None:
