@@ -125,6 +125,34 @@ class HeldSpans(SpanProcessor):
         return self.inner.force_flush(timeout_millis)
 
 
+class LaterSpans(SpanProcessor):
+    """Sends each span as it ends, those named in `later` `after_s` later (an exporter of another process, a
+    span whose export was held, a batching exporter's next batch)."""
+
+    def __init__(self, inner: SpanProcessor, later: set[str], after_s: float) -> None:
+        self.inner, self.later, self.after_s = inner, later, after_s
+        self.timers: list[threading.Timer] = []
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        self.inner.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.name not in self.later:
+            self.inner.on_end(span)
+            return
+        timer = threading.Timer(self.after_s, self.inner.on_end, [span])
+        self.timers.append(timer)
+        timer.start()
+
+    def shutdown(self) -> None:
+        for timer in self.timers:
+            timer.join()
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
 def provider(endpoint: str, encoding: str = "protobuf", batch_delay_ms: int | None = None,
              service: str = "traced-agent", held: bool = False,
              skew_s: float = 0.0) -> tuple[TracerProvider, SpanProcessor]:
@@ -217,23 +245,38 @@ class TracedRealtimeAgent:
     `response.metadata.traceparent` it carries, as an agent reading the metadata would."""
 
     def __init__(self, endpoint: str, encoding: str = "protobuf", skew_s: float = 0.0,
-                 conversation_turns: bool = False, then_says: str | None = None) -> None:
+                 conversation_turns: bool = False, then_says: str | None = None,
+                 session_sent_after_s: float | None = None) -> None:
         """`skew_s`: its clock that far off tamesu's. `conversation_turns`: each turn also has a `voice turn`
         span on the conversation's trace (under the connection's span), as a voice agent traces its turns.
         `then_says`: 0.3 s after answering a message with "thanks" in it, it says this unasked (its `voice turn`
-        span, on the conversation's trace, too)."""
+        span, on the conversation's trace, too). `session_sent_after_s`: the connection's span lasts as long as
+        the connection and is sent that long after it ends (a batching exporter's next batch)."""
         self.then_says = then_says
-        self.provider, _processor = provider(endpoint, encoding, service="traced-voice-agent", skew_s=skew_s)
+        if session_sent_after_s is None:
+            self.provider, _processor = provider(endpoint, encoding, service="traced-voice-agent", skew_s=skew_s)
+        else:  # its connection's span sent later, the rest as each ends
+            self.provider = TracerProvider(resource=Resource.create({"service.name": "traced-voice-agent"}))
+            self.provider.add_span_processor(LaterSpans(
+                SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=30)),
+                {"realtime session"}, session_sent_after_s))
         self.tracer = self.provider.get_tracer("traced-voice-agent")
         self.conversation_turns = conversation_turns
+        self.session_lasts = session_sent_after_s is not None
 
     async def handle(self, websocket: Any) -> None:
-        from starlette.websockets import WebSocketDisconnect
-
-        await websocket.accept()
         conversation = TraceContextTextMapPropagator().extract(carrier=dict(websocket.headers))
         with self.tracer.start_as_current_span("realtime session", context=conversation, kind=SpanKind.SERVER):
             session = trace.set_span_in_context(trace.get_current_span())
+            if self.session_lasts:  # the span ends with the connection
+                await self._talk(websocket, session)
+                return
+        await self._talk(websocket, session)
+
+    async def _talk(self, websocket: Any, session: Context) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        await websocket.accept()
         await websocket.send_json({"type": "session.created", "session": {}})
         said = ""
         try:

@@ -390,13 +390,16 @@ def test_a_check_that_what_came_decides_is_graded_when_another_turns_trace_never
     assert verdicts["looked it up"][0] and verdicts["looked it up"][1].endswith("(from the agent's spans)"), verdicts
     assert verdicts["a lookup"][0] and verdicts["turn 1 had one lookup"][0], verdicts
     assert verdicts["told"] == (True, "told (fake judge)"), verdicts
-    # the second turn's lost trace may hold a second lookup: "at most one" is not decided by what came
+    # the second turn's lost trace may hold a second lookup: "at most one" is not decided by what came; its
+    # spans came under a trace of the agent's own, which the line says
     assert verdicts["at most one lookup"] == (False, f"not decided: the agent's spans of turn 2 never came (no span "
                                               f"of trace {spans['not_found'][0]} reached the receiver within "
                                               "traces.wait (0.2s): trace_not_found), and those that came do not "
                                               "decide it (1 span(s) with name ~ 'execute_tool .*' among 3; so far "
-                                              "as expected); raise traces.wait if they come late, or see that the "
-                                              "agent exports to tamesu's receiver"), verdicts
+                                              "as expected); 3 span(s) of traces no test sent did come meanwhile: "
+                                              "the agent, or a gateway in front of it, starts traces of its own "
+                                              "instead of continuing the traceparent tamesu sends (a gateway must "
+                                              "pass the header on, and the agent's server read it)"), verdicts
     assert detail["fault"] == "environment"
 
 

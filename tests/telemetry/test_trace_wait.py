@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -23,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agents.traced import TracedRestAgent, free_port
+from agents.traced import LaterSpans, TracedRealtimeAgent, TracedRestAgent, free_port
 from conftest import why
 from ports import refused_port
 
@@ -82,34 +81,6 @@ def test_a_run_whose_spans_all_came_stops_waiting_well_before_wait(tmp_path: Pat
     assert _late(warnings) == []
 
 
-class _Later(SpanProcessor):
-    """Sends each span as it ends, those named in `later` `after_s` later (an exporter of another process, a
-    span whose export was held)."""
-
-    def __init__(self, inner: SpanProcessor, later: set[str], after_s: float) -> None:
-        self.inner, self.later, self.after_s = inner, later, after_s
-        self.timers: list[threading.Timer] = []
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        self.inner.on_start(span, parent_context)
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if span.name not in self.later:
-            self.inner.on_end(span)
-            return
-        timer = threading.Timer(self.after_s, self.inner.on_end, [span])
-        self.timers.append(timer)
-        timer.start()
-
-    def shutdown(self) -> None:
-        for timer in self.timers:
-            timer.join()
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return self.inner.force_flush(timeout_millis)
-
-
 class _ShapedAgent:
     """POST /chat: each turn `invoke_agent` under tamesu's traceparent, `execute_tool` under it with `http GET`
     under that; `background write` under `invoke_agent` ends `background_s` after it (work the agent left
@@ -119,7 +90,7 @@ class _ShapedAgent:
                  later_s: float = 0.0) -> None:
         self.provider = TracerProvider(resource=Resource.create({"service.name": "shaped-agent"}))
         exporter = OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces", timeout=30)
-        self.processor = _Later(SimpleSpanProcessor(exporter), later or set(), later_s)
+        self.processor = LaterSpans(SimpleSpanProcessor(exporter), later or set(), later_s)
         self.provider.add_span_processor(self.processor)
         self.tracer = self.provider.get_tracer("shaped-agent")
         self.background_s = background_s
@@ -185,3 +156,37 @@ def test_a_run_that_got_no_span_waits_the_whole_wait(tmp_path: Path, tamesu, ser
     trace_ids = [turn["agent"]["trace_id"] for turn in detail["turns"]]
     assert spans["received"] == 0 and spans["not_found"] == trace_ids
     assert detail["duration_ms"] >= 1500, detail["duration_ms"]
+
+
+def test_a_conversations_trace_no_turn_recorded_is_waited_for(tmp_path: Path, tamesu, serve, receive) -> None:
+    # a realtime agent traces each turn under the turn's own traceparent, and its connection under the
+    # handshake's (the conversation's trace, which no turn records): that span ends as tamesu hangs up and is
+    # sent 2 s later, past the quiet (1 s). Before, every turn's trace being complete ended the wait and the
+    # check on the connection's span read before it came (the span late, the agent failed for it)
+    agent = TracedRealtimeAgent(f"http://{receive}", session_sent_after_s=2.0)
+    try:
+        url = "ws" + serve(agent.app()).url.removeprefix("http") + "/realtime"
+        (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {{ receive: '{receive}', "
+                                              "wait: 5s }\n")
+        (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: realtime, url: '{url}' }}
+tests:
+{TWO_TURNS}    assert:
+      - {{ name: connection traced, span: {{ name: realtime session, count: {{ equals: 1 }} }} }}
+""")
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    run_dir = next((tmp_path / "out").iterdir())
+    record = json.loads((run_dir / "results.jsonl").read_text().splitlines()[0])
+    assert result.returncode == 0, why(record) + result.stdout + result.stderr
+    folder = run_dir / "suite" / "order" / "run-1"
+    detail = json.loads((folder / "result.json").read_text())
+    spans = json.loads((folder / "spans.json").read_text())
+    conversation = next(e["data"]["trace_id"] for e in detail["events"] if e["name"] == "conversation_trace")
+    assert conversation not in [turn["agent"]["trace_id"] for turn in detail["turns"]]
+    assert [s["trace_id"] for s in spans["spans"] if s["name"] == "realtime session"] == [conversation]
+    assert spans["not_found"] == [] and spans["incomplete"] == []
+    assert _late(json.loads((run_dir / "run.json").read_text())["warnings"]) == []
+    assert detail["duration_ms"] < 5000, detail["duration_ms"]  # the span came: not the whole wait

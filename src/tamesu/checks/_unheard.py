@@ -31,6 +31,9 @@ class Unheard:
     shared: dict[str, list[int]] = field(default_factory=dict)
     """Each trace id another run sent too while this one went (`trace_shared`: a suite's own fixed
     `traceparent`, runs in parallel), with its turns: its spans are of both runs, so nothing is decided by them."""
+    other_spans: int = 0
+    """Spans of traces no run sent that came while the run went: the agent's (or a gateway's before it) that
+    started traces of their own instead of continuing the `traceparent` they were sent."""
 
     def __bool__(self) -> bool:
         return bool(self.turns or self.incomplete or self.shared)
@@ -62,6 +65,12 @@ class Unheard:
         # an agent behind a traced caller that exports elsewhere (a gateway) has every trace incomplete: the
         # caller's span is the one under tamesu's
         who = "the agent and its caller (a traced gateway) export" if self.incomplete else "the agent exports"
+        if self.turns and self.other_spans:
+            # the receiver heard the agent, on traces of its own: the header was lost on the way, or not read
+            return InfraError(f"{self.words()}, and those that came do not decide it ({came}); {self.other_spans} "
+                              "span(s) of traces no test sent did come meanwhile: the agent, or a gateway in front "
+                              "of it, starts traces of its own instead of continuing the traceparent tamesu sends "
+                              "(a gateway must pass the header on, and the agent's server read it)")
         return InfraError(f"{self.words()}, and those that came do not decide it ({came}); raise traces.wait if "
                           f"they come late, or see that {who} to tamesu's receiver")
 
@@ -85,8 +94,9 @@ def unheard(run: RunView) -> Unheard:
             incomplete.setdefault(trace_id, []).append(exchange.index)
     data = next((missing[t] for t in turns), None) or next((partial[t] for t in incomplete), {})
     wait = data.get("wait_s")
+    others = data.get("other_spans")
     return Unheard(turns, str(data.get("source") or "receiver"), float(wait) if isinstance(wait, int | float)
-                   else None, incomplete, shared)
+                   else None, incomplete, shared, others if isinstance(others, int) else 0)
 
 
 def _turns_said(traces: dict[str, list[int]]) -> str:

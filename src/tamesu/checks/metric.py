@@ -7,6 +7,7 @@ A metric the run did not measure fails, unless `missing: pass`: the engine turns
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -72,8 +73,10 @@ class Metric(Check[MetricSpec]):
             return Verdict(passed=False, reason=f"{name} was not measured (measured: {measured}){meant}",
                            undecided=True)
         value = run.metrics[name]
-        if from_spans(name) and name not in _OF_THE_TRACES and (missing := unheard(run)):
-            # measured without the spans of a trace that never came: not the agent's number
+        if from_spans(name) and name not in _OF_THE_TRACES and (missing := unheard(run)) and \
+                (missing.shared or not _decided_so_far(value, expected)):
+            # measured without the spans of a trace that never came: not the agent's number, unless what came
+            # decides it, as a `span` count does (spans can only raise a count or a time)
             raise missing.undecided(f"{name} was {number_text(value)} without them")
         problems = compare(value, expected)
         if problems:
@@ -81,6 +84,19 @@ class Metric(Check[MetricSpec]):
             where = f" (turn {turn})" if turn is not None and len(run.exchanges) > 1 else ""
             return Verdict(passed=False, reason=f"{name}: {'; '.join(problems)}{where}")
         return Verdict(passed=True, reason=f"{name} was {number_text(value)}, expected {describe(expected)}")
+
+
+def _decided_so_far(value: float, expected: Mapping[str, object]) -> bool:
+    """Whether a span metric measured on some of the spans is decided whatever the rest holds: every span metric
+    (a count, a sum of times or tokens, per turn or over the run, its worst, percentile or total) only grows
+    with more spans. Past an upper bound (`lt`, `lte`, above `equals`) it fails; it passes when it holds only
+    lower bounds (`gt`, `gte`) and has them."""
+    for key, bound in expected.items():
+        if not isinstance(bound, int | float):
+            return False
+        if (key == "lt" and value >= bound) or (key in ("lte", "equals") and value > bound):
+            return True
+    return all(key in ("gt", "gte") for key in expected) and not compare(value, expected)
 
 
 def worst_turn(run: RunView, name: str, value: float) -> int | None:

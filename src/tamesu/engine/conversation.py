@@ -190,7 +190,9 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         stopping = inputs.stop is not None and inputs.stop.reason is not None
         reached = bool(exchanges) or result.status != "error"
         recorded = [e.agent.trace_id for e in exchanges if e.agent.trace_id]
-        spans_file, spans_error = await spans_back(inputs.traces, run_spans, stopping, reached, recorded)
+        carried = [str(e.data["trace_id"]) for e in session.events
+                   if e.name == "conversation_trace" and e.data.get("trace_id")]
+        spans_file, spans_error = await spans_back(inputs.traces, run_spans, stopping, reached, recorded, carried)
     if spans_error and result.status != "error":  # the tracing backend could not be asked: not the agent's
         result.status, result.error, result.end_reason = "error", spans_error, "error"
     if result.status != "error" and (broken := remote_agents.forward_failure()):

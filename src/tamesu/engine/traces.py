@@ -131,19 +131,21 @@ def _address(receive: str) -> str:
 
 
 async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stopping: bool,
-                     reached: bool = True, recorded: Iterable[str] = ()) -> tuple[SpansFile | None, str | None]:
+                     reached: bool = True, recorded: Iterable[str] = (),
+                     carried: Iterable[str] = ()) -> tuple[SpansFile | None, str | None]:
     """The run's spans, once its traces are complete or late ones had `traces.wait` after the last turn
     (`RunSpans.settle`; none when the run is stopping); with `traces.query`, fetched from the backend after the
     whole wait (nothing comes to say its traces are complete). The second value: why the backend could not say.
 
     A run that never `reached` the agent (an error before its first turn: unreachable, refused, a hook) or
     sent it no trace id has no spans to come: it does not wait for them, nor ask the backend. `recorded`: the
-    trace each turn recorded, said when no span of it came to the receiver."""
+    trace each turn recorded, said when no span of it came to the receiver; `carried`: the conversation's, as a
+    handshake carried it, waited for too but not said when none came (an agent may trace no connection)."""
     if spans is None or traces is None:
         return None, None
     if not stopping and reached and spans.trace_ids:
         try:
-            await spans.settle(traces.spec.wait, recorded)
+            await spans.settle(traces.spec.wait, recorded, carried)
             if traces.query is not None:
                 fetched = await traces.query.fetch_all(spans.trace_ids, traces.spec.wait)
                 spans.fetched(fetched.spans, fetched.not_found)
@@ -196,9 +198,12 @@ def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session,
         exchange.agent.measures.update(genai.measures(mine))
     waited = {} if traces is None else {
         "wait_s": traces.spec.wait, "source": traces.query.name if traces.query is not None else "receiver"}
+    # spans of traces no run sent, come meanwhile: most likely the lost ones, under ids of the agent's own
+    others = {"other_spans": spans_file.other_spans} if spans_file.other_spans and traces is not None and \
+        traces.query is None else {}
     for trace_id in spans_file.not_found:
         turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
-        session.event("trace_not_found", trace_id=trace_id, turn=turn, **waited)
+        session.event("trace_not_found", trace_id=trace_id, turn=turn, **waited, **others)
     for trace_id in spans_file.incomplete:
         turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
         session.event("trace_incomplete", trace_id=trace_id, turn=turn, **waited)

@@ -108,10 +108,14 @@ class SpanCollector:
         self._unrouted: dict[str, list[tuple[Span, str | None]]] = {}
         self._unrouted_count = 0
         self.dropped = Dropped()
+        self._going: set[RunSpans] = set()
+        """The runs not graded yet: each counts the spans of no run's traces that came meanwhile."""
 
     def run(self, max_spans: int, label: str = "") -> RunSpans:
         """`label`: the run as the warnings name it (`suite/test run 2`)."""
-        return RunSpans(self, max_spans, label)
+        run = RunSpans(self, max_spans, label)
+        self._going.add(run)
+        return run
 
     @property
     def routed(self) -> int:
@@ -120,6 +124,7 @@ class SpanCollector:
 
     def closed(self, run: RunSpans) -> None:
         """`run` was graded: its traces' later spans are only counted, as late."""
+        self._going.discard(run)
         for trace_id in run.trace_ids:
             routes = self._routes.get(trace_id)
             if routes is not None and routes.pop(run, None) is not None and not routes:
@@ -145,6 +150,8 @@ class SpanCollector:
                 self._hold(span, graded)
             else:
                 self.dropped.other_spans += 1
+                for going in self._going:
+                    going.other_spans += 1
                 if span.trace_id not in self._other and len(self._other) < _OTHER_TRACES_REMEMBERED:
                     self._other.add(span.trace_id)
                     self.dropped.other_traces += 1
@@ -186,6 +193,8 @@ class RunSpans:
         self.max_spans = max_spans
         self.kept: list[Span] = []
         self.received = 0
+        self.other_spans = 0
+        """Spans of traces no run sent that came while this one went (`SpansFile.other_spans`)."""
         self.closed = False
         self._turn_starts: list[tuple[int, int]] = []
         """(wall-clock ns, turn): where a conversation trace's spans fall."""
@@ -318,15 +327,19 @@ class RunSpans:
         elif trace_id in self.trace_ids:
             self.trace_ids.remove(trace_id)
 
-    async def settle(self, wait: float, recorded: Iterable[str] = ()) -> None:
+    async def settle(self, wait: float, recorded: Iterable[str] = (), carried: Iterable[str] = ()) -> None:
         """Wait for late spans: until the run's traces are complete (`complete`) and none of their spans came for
         a quarter of `wait` since the later of the last one and now (the target closed: a span it ended comes
         within an export period), at most until `wait` seconds after the last turn ended. `recorded`: the
-        trace each turn recorded (the one the agent got)."""
+        trace each turn recorded (the one the agent got); `carried`: the traces the target said it sent before
+        or between turns (its `conversation_trace` events: a handshake's), waited for as the recorded ones are,
+        those of the conversation's trace tamesu made: an agent's span of its connection ends when the target
+        closes, after every turn's trace is in (not waited for, it came after the run was graded)."""
         deadline = self._quiet_since + wait
         quiet = wait / QUIET_PART
         since = time.monotonic()
-        recorded = set(recorded)
+        # the suite's own traceparent on a handshake is no trace of this run's: nothing of it is routed here
+        recorded = set(recorded) | {t for t in carried if t in self._conversation}
         while (now := time.monotonic()) < deadline:
             step = _POLL_S
             if self.complete(recorded):
@@ -338,7 +351,8 @@ class RunSpans:
 
     def complete(self, recorded: Iterable[str]) -> bool:
         """Whether every span of the run's traces that will come has come, as far as the spans say: some span
-        came (none: `trace_not_found`, after the whole wait), one of every trace a turn recorded, the agent's
+        came (none: `trace_not_found`, after the whole wait), one of every trace in `recorded` (a turn's, a
+        handshake's), the agent's
         span under tamesu's of every trace that came and whose `traceparent` tamesu made (its entry span: it
         ends last, so an exporter sends it last), and the parent every span named (other than tamesu's). What
         ends after the entry span (background work) the spans cannot show: the quiet period of `settle` waits
@@ -370,7 +384,7 @@ class RunSpans:
                          not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3),
                          incomplete=[t for t in self.trace_ids
                                      if t in self._heard and t in self._parents and t not in self._entered],
-                         shared=[t for t in self.trace_ids if t in self.shared])
+                         shared=[t for t in self.trace_ids if t in self.shared], other_spans=self.other_spans)
 
 
 def heard_unasked(spans: RunSpans | None, turn: int, since_ns: int) -> None:

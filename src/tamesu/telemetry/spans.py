@@ -78,6 +78,10 @@ class SpansFile(BaseModel):
     shared: list[str] = Field(default_factory=list)
     """This run's trace ids that another run sent too while both were going (a suite's own fixed
     `traceparent`, runs in parallel): each run got every span of them, whose they are cannot be told."""
+    other_spans: int = 0
+    """Spans of traces no run sent that reached the receiver while this run went (the agent's, or a gateway's in
+    front of it, that start traces of their own instead of continuing the `traceparent` they are sent; another
+    process's): why a trace of this run's never came, when it did not."""
     clock_skew_ms: float = 0.0
     """The agent's clock ahead of tamesu's (negative: behind), as the traces each turn sent alone showed it
     (their spans cannot start before the turn was sent, nor after it was answered); 0 when they show none.

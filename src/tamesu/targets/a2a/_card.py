@@ -22,6 +22,7 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.types.a2a_pb2 import AgentCard
 from google.protobuf.json_format import ParseError
 
+from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.a2a._errors import unreachable
 from tamesu.types import JSONObject
 
@@ -81,13 +82,33 @@ async def fetch_card(http: httpx.AsyncClient, place: str, within: float) -> Fetc
     if response.status_code != 200:
         return Fetched(None, f"HTTP {response.status_code}")
     try:
-        return Fetched(parse_agent_card(response.json()))
+        document = response.json()
+        if (unlike := not_a_card(document)) is not None:
+            return Fetched(None, unlike)
+        return Fetched(parse_agent_card(document))
     except (json.JSONDecodeError, UnicodeDecodeError):
+        page = response.text if "html" in response.headers.get("content-type", "") else ""
+        if is_web_page(page):  # a site answering every path: said as it is, for the turn's line to name
+            title = page_title(page)
+            return Fetched(None, f"a web page{f' titled {title!r}' if title else ''}, not JSON")
         return Fetched(None, "not JSON")
     except RecursionError:  # JSON nested deeper than Python reads: no card is
         return Fetched(None, "JSON nested too deeply to read")
     except (ParseError, ValueError, TypeError) as exc:
         return Fetched(None, f"not an agent card: {' '.join(str(exc).split())[:200]}")
+
+
+def not_a_card(document: object) -> str | None:
+    """Why a JSON answer at a card's place is no agent card, which the SDK's reading would take as an empty one
+    (a server answering `{"status": "ok"}` at every path gave a card with no name, no skills, no interface)."""
+    if isinstance(document, dict) and "name" in document and _CARD_KEYS & document.keys():
+        return None
+    shown = " ".join(json.dumps(document)[:80].split())
+    return f"not an agent card (no name, or none of {', '.join(sorted(_CARD_KEYS))}): {shown!r}"
+
+
+_CARD_KEYS = frozenset({"url", "supportedInterfaces", "additionalInterfaces", "skills", "capabilities",
+                        "protocolVersion", "preferredTransport", "defaultInputModes"})
 
 
 def summary(card: AgentCard) -> JSONObject:

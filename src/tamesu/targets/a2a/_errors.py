@@ -23,6 +23,7 @@ from tamesu.net.clients import os_reason
 from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
+from tamesu.targets.a2a._not_a2a import NotA2A
 from tamesu.targets.a2a._transport import PREFERRED_HERE, Choice
 from tamesu.types import JSONObject
 
@@ -95,6 +96,8 @@ class AgentError:
     grpc_refusal: str | None = None
     """A gRPC status the server (an interceptor, a proxy) answered before any agent read the call, with no A2A
     error in it: UNAUTHENTICATED, PERMISSION_DENIED, UNIMPLEMENTED (gRPC's 401, 403 and 404)."""
+    not_a2a_at: str | None = None
+    """The url of a server that is no A2A endpoint (`_not_a2a`): `message` says what it answered."""
 
     def describe(self) -> str:
         if self.own:
@@ -140,6 +143,8 @@ def failure(error: AgentError, retries: int, what: str, choice: Choice, url: str
         return limited
     if (refusal := refused(error, what, card_gave(choice, url, mask), spoken_as(choice, url))) is not None:
         return refusal
+    if error.not_a2a_at is not None:
+        return not_an_endpoint(error, what, choice, url, mask)
     return TurnError(described(error, choice), raw=error.raw(), status=error.status)
 
 
@@ -191,11 +196,24 @@ def refused(error: AgentError, what: str, where: str = "", spoken: str = "") -> 
                       f"({error.message}): {REFUSAL_HINTS[error.status]}")
 
 
+def not_an_endpoint(error: AgentError, what: str, choice: Choice, url: str, mask: Callable[[str], str]) -> InfraError:
+    """A server that answered a call of A2A's with something of no A2A kind (`_not_a2a`): no agent read it, so
+    where tamesu was sent is wrong (exit 3), as with a 404. One line: where, what came back, what to check."""
+    where = card_gave(choice, url, mask)
+    missing = " (and no agent card was found)" if choice.reason.startswith("no agent card") else ""
+    return InfraError(mask(f"{what}: {error.not_a2a_at} is not an A2A endpoint: it answered {choice.binding} "
+                           f"(A2A {choice.shown_version}){where} with {error.message}{missing}: does url name the "
+                           "agent's A2A endpoint (a web page answers for a site, a sign-in or a proxy; another API "
+                           "answers JSON of its own)?"))
+
+
 def agent_error(exc: BaseException) -> AgentError:
     """The error an exception from the SDK stands for."""
     for link in _chain(exc):
         if isinstance(link, JsonRpcIdMismatch):
             return AgentError(str(link))
+        if isinstance(link, NotA2A):
+            return AgentError(link.said, not_a2a_at=link.url)
         if is_too_large(link):
             return AgentError(f"{link} (raise the target's max_response_bytes to read it)", own=True)
         if isinstance(link, grpc.aio.AioRpcError) and link.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and \

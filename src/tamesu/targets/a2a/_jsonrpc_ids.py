@@ -2,7 +2,8 @@
 
 The check sits under the SDK, in the httpx transport of the session's client: a JSON reply is read and
 compared whole, an event stream is compared event by event as it passes. Both A2A versions (1.0 and 0.3) use
-the same JSON-RPC envelope, so one check serves both.
+the same JSON-RPC envelope, so one check serves both. The same place says an answer that is no A2A answer at
+all (`_not_a2a`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 from collections.abc import AsyncIterator
 
 import httpx
+
+from tamesu.targets.a2a._not_a2a import NotA2A, not_a2a, sends_a_message
 
 _MISSING = object()
 
@@ -82,27 +85,35 @@ class IdCheckingTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         expected = _request_id(request)
         response = await self._inner.handle_async_request(request)
-        if expected is _MISSING:
+        jsonrpc = expected is not _MISSING
+        # what a server that is no A2A endpoint answered (a web page, another API's JSON) is said as such
+        shaped = (jsonrpc or sends_a_message(request)) and 200 <= response.status_code < 300
+        if not jsonrpc and not shaped:
             return response
         content_type = response.headers.get("content-type", "").lower()
         stream = response.stream
         assert isinstance(stream, httpx.AsyncByteStream)
         if content_type.startswith("text/event-stream"):
+            if not jsonrpc:
+                return response
             return httpx.Response(response.status_code, headers=response.headers,
                                   stream=_CheckedEvents(stream, expected, request), extensions=response.extensions)
-        if "json" not in content_type:
+        if "json" not in content_type and not shaped:
             return response
         try:
             body = b"".join([part async for part in stream])
         finally:
             await stream.aclose()
+        if shaped and (said := not_a2a(response.status_code, content_type, body, jsonrpc)) is not None:
+            raise NotA2A(said, request)
         try:
-            document = json.loads(body)
+            document = json.loads(body) if jsonrpc and "json" in content_type else None
         except ValueError:  # not JSON: the SDK says so
             document = None
         except RecursionError:  # the SDK's own reading would end the run's test as a bug of tamesu's
             raise httpx.DecodingError("the answer is JSON nested deeper than Python reads", request=request) from None
-        _check(expected, document, request)
+        if jsonrpc:
+            _check(expected, document, request)
         return httpx.Response(response.status_code, headers=response.headers, content=body,
                               extensions=response.extensions)
 
