@@ -20,7 +20,7 @@ from tamesu.engine.artifacts import RunDirectory, indented_json
 from tamesu.errors import ConfigError
 from tamesu.suite import _fast_yaml
 from tamesu.suite.secrets import Redactor
-from tamesu.suite.yaml_reader import MAX_VALUES, _parser, load_yaml, to_plain
+from tamesu.suite.yaml_reader import MAX_VALUES, Document, _parser, load_yaml, to_plain
 
 
 def test_write_json_twice_in_one_folder(tmp_path: Path) -> None:
@@ -155,6 +155,14 @@ def _positions(tree: Any) -> list[Any]:
     return found
 
 
+def _placed(document: Document, tree: Any) -> list[Any]:
+    """Where `document` places every key, value and item of ruamel's `tree` of the same text, and what is not there
+    (a key or an item past the end, below each)."""
+    locs = [((*loc, part), key) for loc, part, *_ in _positions(tree) if part != "node" for key in (False, True)]
+    locs += [((*loc, "no such key"), False) for loc, _ in locs] + [((*loc, 10_000), True) for loc, _ in locs]
+    return [(loc, key, document.position(loc, key=key)) for loc, key in [((), False), *locs]]
+
+
 def _same_as_ruamel(text: str) -> bool:
     """Whether the fast reader read `text` (True) or declined it (False); when it read, data, types and every
     line and column must be what ruamel gives."""
@@ -163,7 +171,8 @@ def _same_as_ruamel(text: str) -> bool:
         return False
     tree, data = _slow(text)
     assert _typed(fast[1]) == _typed(data)
-    assert _positions(fast[0]) == _positions(tree)
+    assert _placed(Document(Path("f"), None, data=fast[1], nodes=fast[0]), tree) == \
+        _placed(Document(Path("f"), tree), tree)
     return True
 
 

@@ -308,3 +308,185 @@ def test_an_infrastructure_error_on_the_agents_side_is_said_and_raised_on() -> N
     with agents_side(session):
         pass
     assert said == [("agent_error", {"reason": "connection refused"})]
+
+
+def _bench_suite(folder: Path, tests: int) -> Path:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    try:
+        from run import write_suite  # bench/ is a folder of scripts
+    finally:
+        sys.path.pop(0)
+    return cast(Path, write_suite(folder, "http://127.0.0.1:9", tests, 5))
+
+
+def _plan_calls(suite: Path) -> int:
+    import cProfile
+    import pstats
+
+    from tamesu.plan import load_plan
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    load_plan([suite], None)
+    profiler.disable()
+    return sum(row[1] for row in pstats.Stats(profiler).stats.values())  # type: ignore[attr-defined]
+
+
+PLAN_CALLS_PER_TEST = 600
+"""Python calls of `load_plan` per test of bench/run.py's suite (5 scripted turns, an assertion; 250 tests less 50,
+over 200): 1,249 before issue 28's fourteenth pass (the YAML's position tree built for every file, the templates
+and secrets searched string by string, the brackets scanned one by one), 558 after it."""
+
+
+def test_planning_a_test_stays_within_its_count_of_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _plan_calls(_bench_suite(tmp_path, 3))  # caches and imports warm
+    small = _plan_calls(_bench_suite(tmp_path, 50))
+    large = _plan_calls(_bench_suite(tmp_path, 250))
+    assert 0 < (large - small) / 200 <= PLAN_CALLS_PER_TEST
+
+
+def test_a_suite_is_placed_from_its_nodes_without_a_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ruamel's position tree (pure-Python containers, two thirds of reading a suite) is not made for a file the
+    fast reader reads: positions come from libyaml's nodes, for plan.json's lines and for every problem."""
+    from ruamel.yaml.comments import CommentedBase
+
+    from tamesu.errors import ConfigError
+    from tamesu.plan import load_plan
+    from tamesu.report.recorder import planned_entries
+    from tamesu.suite import _fast_yaml
+
+    if not _fast_yaml.available():
+        pytest.skip("PyYAML without libyaml: ruamel reads every file, with its tree")
+    made: list[object] = []
+    lc = CommentedBase.lc
+    monkeypatch.setattr(CommentedBase, "lc", property(lambda self: made.append(self) or lc.fget(self)))
+    monkeypatch.chdir(tmp_path)
+    plan = load_plan([_bench_suite(tmp_path, 4)], None)
+    assert [entry.line for entry in planned_entries(plan.tests)] == [4, 8, 12, 16]  # plan.json: each test's line
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\ntests:\n"
+                     "  - name: a\n    scenario: { max_turns: 1, script: [ { say: hi } ] }\n"
+                     "  - name: b\n    scenario: { max_turns: 1, script: [ { say: hi } ] }\n"
+                     "    assert: [ { contains: 5, unknown_key: 1 } ]\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_plan([wrong], None)
+    assert [f"{p.file}:{p.line}:{p.column}" for p in raised.value.problems] == ["wrong.yaml:8:30"]
+    assert made == []
+
+
+def test_a_value_without_the_text_in_any_string_is_not_walked() -> None:
+    import random
+
+    from tamesu.suite.templates import may_hold, walk_strings
+
+    pieces = ["{{", "{", "}", "secrets.", "secrets", "{{vars.x}}", "a\n'\"\\", "é", "\x00"]
+    chosen = random.Random(28)
+
+    def value(depth: int) -> object:
+        kind = chosen.randrange(6 if depth < 4 else 3)
+        if kind == 0:
+            return "".join(chosen.choice(pieces) for _ in range(chosen.randrange(3)))
+        if kind == 1:
+            return chosen.choice([1, 2.5, True, None])
+        if kind == 2:
+            return chosen.choice(pieces)
+        if kind == 3:
+            return [value(depth + 1) for _ in range(chosen.randrange(4))]
+        if kind == 4:
+            return tuple(value(depth + 1) for _ in range(chosen.randrange(3)))
+        return {chosen.choice(["k", "{{", "secrets.k"]) + str(i): value(depth + 1) for i in range(chosen.randrange(4))}
+
+    for _ in range(3000):
+        data = value(0)
+        for needle in ("{{", "secrets."):
+            held = any(needle in text for _, text in walk_strings(data))
+            assert may_hold(data, needle) or not held, (data, needle)
+
+
+def test_a_test_and_a_suite_without_templates_are_not_walked_string_by_string(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tamesu.plan import _templates, load_plan
+    from tamesu.suite import secrets
+
+    walked: list[object] = []
+    for module in (_templates, secrets):
+        original = module.walk_strings  # type: ignore[attr-defined]
+        monkeypatch.setattr(module, "walk_strings",
+                            lambda value, *rest, _walk=original: walked.append(value) or _walk(value, *rest))
+    monkeypatch.chdir(tmp_path)
+    load_plan([_bench_suite(tmp_path, 3)], None)
+    assert walked == []
+    templated = tmp_path / "templated.yaml"
+    templated.write_text("targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\ntests:\n"
+                         "  - name: a\n    scenario: { max_turns: 1, script: [ { say: '{{vars.nope}}' } ] }\n",
+                         encoding="utf-8")
+    from tamesu.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"templated.yaml:5:48: .*no var 'nope'"):
+        load_plan([templated], None)
+
+
+def _prescan_as_it_was(text: str, shown: str) -> None:
+    """`yaml_reader._prescan`'s indentation, nesting and item limits as they were before issue 28's fourteenth
+    pass: every line split, every bracket visited, every comma inside square brackets listed."""
+    from tamesu.errors import ConfigError, Problem
+    from tamesu.suite import yaml_reader as reader
+
+    flow: list[int] = []
+    if "[" in text or "{" in text:
+        if text.count("[") + text.count("{") > reader.MAX_FLOW:
+            over = [m for m in reader._OPENING.finditer(text)][reader.MAX_FLOW]
+            line, col = reader.line_col(text, over.start())
+            raise ConfigError([Problem(shown, line, col, "", "flow")])
+        opened: list[str] = []
+        after = 0
+        for bracket in reader._BRACKETS.finditer(text):
+            if opened and opened[-1] == "[" and len(flow) <= reader.MAX_ITEMS:
+                flow += reader._commas(text, after, bracket.start())
+            after = bracket.end()
+            if bracket.group() in "[{":
+                opened.append(bracket.group())
+                if len(opened) > reader.MAX_DEPTH:
+                    line, col = reader.line_col(text, bracket.start())
+                    raise ConfigError([Problem(shown, line, col, "", "deep")])
+            elif opened:
+                opened.pop()
+    indent = max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
+    if indent > reader.MAX_DEPTH * 8:
+        raise ConfigError([Problem(shown, 1, 1, "", "indented")])
+    block = [m.end() - 2 for m in reader._ITEMS.finditer(text)]
+    if len(block) + len(flow) > reader.MAX_ITEMS:
+        line, col = reader.line_col(text, sorted(block + flow)[reader.MAX_ITEMS])
+        raise ConfigError([Problem(shown, line, col, "", "items")])
+
+
+def test_the_prescan_refuses_what_it_refused_where_it_did(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    from tamesu.errors import ConfigError
+    from tamesu.suite import yaml_reader as reader
+
+    for name, value in (("MAX_DEPTH", 3), ("MAX_ITEMS", 6), ("MAX_FLOW", 9)):
+        monkeypatch.setattr(reader, name, value)
+    chosen = random.Random(14)
+    pieces = ["[", "]", "{", "}", ",", " ", "  ", "- ", "a", ": ", "\n", "\r\n", "\r", "\x0c", "\x85", "\u2028", "\n- "]
+    breaks = ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "\t"]
+
+    def said(check: Any, text: str) -> tuple[int, int, str] | None:
+        try:
+            check(text, "f.yaml")
+        except ConfigError as exc:
+            [problem] = exc.problems
+            return problem.line, problem.column, problem.message.split()[0]
+        return None
+
+    kinds = {"flow": "more", "deep": "nested", "indented": "indented", "items": "more"}
+    for _ in range(20_000):
+        text = "".join(chosen.choice(pieces) for _ in range(chosen.randrange(40)))
+        text += chosen.choice(breaks) + " " * 25 if chosen.random() < 0.05 else ""
+        before = said(_prescan_as_it_was, text)
+        now = said(reader._prescan, text)
+        assert (before and (*before[:2], kinds[before[2]])) == now, repr(text)

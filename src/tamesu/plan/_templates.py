@@ -12,7 +12,7 @@ from tamesu.plan._opened import opened_key
 from tamesu.plan.model import LoadedSuite, PlannedTest
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import TURN_ROOTS, references, resolve_vars, walk_strings
+from tamesu.suite.templates import TURN_ROOTS, may_hold, references, resolve_vars, walk_strings
 from tamesu.suite.yaml_reader import Document
 
 _VAR_REF = re.compile(r"^vars\.([^.]+)")
@@ -100,6 +100,8 @@ def _check_strings(
 ) -> None:
     """Every template of `raw` (a test's or a target's, at `prefix`) against `scope`; `raw_target` is the target
     a test's templates or a target's own are rendered by."""
+    if not may_hold(raw, "{{"):
+        return  # `references` finds nothing in a string without one
     captures = scope.captures
     for path, text in walk_strings(raw):
         for expr, problem in references(text):
@@ -323,7 +325,9 @@ def model_secret_warnings(doc: Document, secrets: Secrets) -> list[Problem]:
     since a model no test of this run calls needs no key, where a target's missing secret fails every test."""
     models = doc.data.get("models") if isinstance(doc.data, dict) else None
     said: list[Problem] = []
-    for path, text in walk_strings(models if isinstance(models, dict) else {}):
+    if not isinstance(models, dict) or not may_hold(models, "{{"):
+        return said
+    for path, text in walk_strings(models):
         for expr, problem in references(text):
             if problem:
                 continue  # the models' own check says it

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.resolver import VersionedResolver
 
 try:
@@ -71,9 +71,9 @@ def available() -> bool:
 
 
 def read(text: str, max_values: int) -> tuple[Any, Any] | None:
-    """(tree, data): the position tree (CommentedMap / CommentedSeq with line and column, as ruamel's) and the
-    plain data, or None when ruamel must read this text (also when it holds more than `max_values` values,
-    which ruamel's path refuses in its own words)."""
+    """(nodes, data): libyaml's composed nodes, which `position` places a key or value in as ruamel's tree
+    (CommentedMap / CommentedSeq with line and column) would, and the plain data; None when ruamel must read this text
+    (also when it holds more than `max_values` values, which ruamel's path refuses in its own words)."""
     if _LOADER is None or _declined(text):
         return None
     if ("|" in text or ">" in text) and any(not _HEADER_OK.match(found.group(1))
@@ -86,10 +86,10 @@ def read(text: str, max_values: int) -> tuple[Any, Any] | None:
     if node is None:
         return None
     try:
-        built = _build(node, [max_values])
+        data = _data(node, [max_values])
     except (_Declined, RecursionError):
         return None
-    return None if built[0] is None else built  # a null document: ruamel's path makes it an empty mapping
+    return None if data is None else (node, data)  # a null document: ruamel's path makes it an empty mapping
 
 
 def syntax_error(text: str) -> tuple[int, int, str] | None:
@@ -110,42 +110,52 @@ def syntax_error(text: str) -> tuple[int, int, str] | None:
     return None
 
 
-def _build(node: Any, left: list[int]) -> tuple[object, object]:
+def _data(node: Any, left: list[int]) -> object:
+    """The plain data of `node`, every check that sends a file to ruamel made on the way."""
     left[0] -= 1
     if left[0] < 0:
         raise _Declined
     if isinstance(node, yaml.ScalarNode):
-        value = _scalar(node)
-        return value, value
+        return _scalar(node)
     if isinstance(node, yaml.SequenceNode):
         if node.tag != "tag:yaml.org,2002:seq":
             raise _Declined
-        items, data = CommentedSeq(), []
-        _place(items, node)
-        for index, item in enumerate(node.value):
-            child_tree, child_data = _build(item, left)
-            items.append(child_tree)
-            data.append(child_data)
-            items.lc.add_kv_line_col(index, [item.start_mark.line, item.start_mark.column])
-        return items, data
+        return [_data(item, left) for item in node.value]
     if isinstance(node, yaml.MappingNode):
         if node.tag != "tag:yaml.org,2002:map":
             raise _Declined
-        mapping, plain = CommentedMap(), {}
-        _place(mapping, node)
+        plain: dict[object, object] = {}
         for key_node, value_node in node.value:
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _Declined
             key = _scalar(key_node)
-            if key is None or key in mapping:
+            if key is None or key in plain:
                 raise _Declined  # ruamel refuses a duplicate key with its position, and names a null key
-            child_tree, child_data = _build(value_node, left)
-            mapping[key] = child_tree
-            plain[key] = child_data
-            mapping.lc.add_kv_line_col(key, [key_node.start_mark.line, key_node.start_mark.column,
-                                             value_node.start_mark.line, value_node.start_mark.column])
-        return mapping, plain
+            plain[key] = _data(value_node, left)
+        return plain
     raise _Declined
+
+
+def position(node: Any, loc: Sequence[object], key: bool) -> tuple[int, int]:
+    """0-based line and column of what `loc` names in the nodes `read` returned (of its key when `key`), or of its
+    nearest parent: where ruamel's tree of the same text places it (`Document.position`), read from the nodes, so
+    no tree is made for a file (ruamel's containers are pure Python: two thirds of reading a suite)."""
+    # a document that is one scalar was no container of ruamel's, with no position: its first line and column
+    line, col = (0, 0) if isinstance(node, yaml.ScalarNode) else (node.start_mark.line, node.start_mark.column)
+    for depth, part in enumerate(loc):
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if _scalar(k) == part), None)
+            if found is None:
+                break
+            mark = found[0].start_mark if key and depth == len(loc) - 1 else found[1].start_mark
+            node = found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+            mark = node.start_mark
+        else:
+            break
+        line, col = mark.line, mark.column
+    return line, col
 
 
 @functools.lru_cache(maxsize=4096)
@@ -156,10 +166,6 @@ def _implicit_tag(value: str) -> str:
         if pattern.match(value):
             return str(tag)
     return _STR
-
-
-def _place(tree: Any, node: Any) -> None:
-    tree.lc.line, tree.lc.col = node.start_mark.line, node.start_mark.column
 
 
 def _scalar(node: Any) -> object:

@@ -17,7 +17,7 @@ from urllib.parse import quote, quote_plus
 
 from tamesu.errors import Problem, TemplateError
 from tamesu.models.spec import PROVIDER_KEY_VARIABLES
-from tamesu.suite.templates import walk_strings
+from tamesu.suite.templates import may_hold, walk_strings
 
 MASK = "***"
 _SECRET_NAMES = re.compile(r"\{\{\s*secrets\.([A-Za-z0-9_-]+)\s*\}\}")
@@ -149,6 +149,8 @@ class Secrets:
         """Mask from now on every set secret that a template in `data` (a suite or tamesu.yaml, as read) names:
         a secret first sent by a later test is then masked in the files of the tests before it too (it was
         masked only once a template had handed it out, and the first tests' transcripts kept it)."""
+        if not may_hold(data, "secrets."):
+            return
         for _path, text in walk_strings(data):
             if "secrets." in text:
                 for name in _SECRET_NAMES.findall(text):

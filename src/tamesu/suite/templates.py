@@ -83,6 +83,16 @@ def walk_strings(value: object, path: tuple[object, ...] = ()) -> Iterator[tuple
             pending.extend(reversed([((*path, index), item) for index, item in enumerate(value)]))
 
 
+def may_hold(value: object, needle: str) -> bool:
+    """False only when no string `walk_strings` finds in `value` (plain data as read from a suite: dicts, lists,
+    tuples, scalars) contains `needle`: a search of its repr, where strings show as written but for quotes,
+    backslashes and unprintable characters. One call where the walk was some ten a value; the plan asks it of
+    every test and its target, and nearly all of them hold no template."""
+    if isinstance(value, str):
+        return needle in value
+    return needle in repr(value)
+
+
 Resolver = Callable[[str], Any]
 
 
@@ -192,7 +202,7 @@ def resolve_vars(variables: Mapping[str, object]) -> tuple[dict[str, object], di
     """The vars with every `{{vars.X}}` inside them put in, at any depth, and what is wrong with those that name
     a var that does not exist or, through others, themselves (kept as written). A value that is exactly one
     template keeps the named value's type; any other namespace waits for the run."""
-    if not any("{{" in text for _, text in walk_strings(variables)):
+    if not may_hold(variables, "{{"):
         return dict(variables), {}
     resolved: dict[str, object] = {}
     wrong: dict[str, str] = {}

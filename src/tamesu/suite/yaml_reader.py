@@ -29,15 +29,21 @@ from tamesu.suite.surrogates import LONE_ESCAPE, PROBLEM
 class Document:
     """A parsed YAML file: its plain data, and the tree that remembers positions."""
 
-    def __init__(self, path: Path, tree: object, label: str | None = None, *, data: Any = None) -> None:
-        """`data`: the plain data of `tree` when the reader made it already (else it is made from the tree)."""
+    def __init__(self, path: Path, tree: object, label: str | None = None, *, data: Any = None,
+                 nodes: Any = None) -> None:
+        """`data`: the plain data of `tree` when the reader made it already (else it is made from the tree);
+        `nodes`: libyaml's nodes of the text, which place what `tree` would (then `tree` is not made: None)."""
         self.path = path
         self.label = label or str(path)
         self.tree = tree
+        self._nodes = nodes
         self.data = to_plain(tree, _Budget(self.label)) if data is None else data
 
     def position(self, loc: Sequence[object], *, key: bool = False) -> tuple[int, int]:
         """1-based line and column of the node at `loc` (of its key when `key`), or of its nearest parent."""
+        if self._nodes is not None:
+            line, col = _fast_yaml.position(self._nodes, loc, key)
+            return line + 1, col + 1
         node = self.tree
         line, col = 0, 0
         if hasattr(node, "lc"):
@@ -205,7 +211,7 @@ def _parsed(text: str, path: Path, shown: str) -> Document:
     _prescan(text, shown)
     fast = _fast_yaml.read(text, MAX_VALUES)
     if fast is not None:
-        return Document(path, fast[0], shown, data=fast[1])
+        return Document(path, None, shown, data=fast[1], nodes=fast[0])
     if _LONG_LINE.search(text) and (broken := _fast_yaml.syntax_error(text)) is not None:
         # ruamel's scanner takes time quadratic in a key's length (a 10 MB key: a minute and a half)
         line, col, what = broken
@@ -377,11 +383,13 @@ _DIGITS = re.compile(r"(?<![\w.])[-+]?\d{" + str(MAX_DIGITS + 1) + ",}")
 
 def _prescan(text: str, shown: str) -> None:
     """What the parser would take seconds or crash on, found in one pass over the text."""
-    flow = _scan_brackets(text, shown) if "[" in text or "{" in text else []
-    indent = max((len(line) - len(line.lstrip(" ")) for line in text.splitlines()), default=0)
+    block = [m.end() - 2 for m in _ITEMS.finditer(text)]  # at the dash
+    # a flow list's items are where its commas are: never more than the file's commas
+    flow = _scan_brackets(text, shown, commas=len(block) + text.count(",") > MAX_ITEMS) \
+        if "[" in text or "{" in text else []
+    indent = max(map(len, _INDENTS.findall(text)), default=0)
     if indent > MAX_DEPTH * 8:
         raise ConfigError([Problem(shown, 1, 1, "", f"indented more than {MAX_DEPTH * 8} columns: nested too deep")])
-    block = [m.end() - 2 for m in _ITEMS.finditer(text)]  # at the dash
     if len(block) + len(flow) > MAX_ITEMS:
         # said where the first item past the limit is, so the list that grew too long is found at once
         over = sorted(block + flow)[MAX_ITEMS]
@@ -413,22 +421,26 @@ def _may_hold_a_long_number(text: str) -> bool:
     return len(text) > MAX_DIGITS and _TWO_DIGITS.search(text[::_SAMPLE_STEP]) is not None
 
 
-def _scan_brackets(text: str, shown: str) -> list[int]:
+def _scan_brackets(text: str, shown: str, *, commas: bool = True) -> list[int]:
     """One pass over the brackets: refuses nesting deeper than MAX_DEPTH, and returns where each item of a
     flow list (`[a, b]`) after its first starts (the commas directly inside square brackets), at most
-    MAX_ITEMS + 1 of them. Quotes are not parsed (a quoted comma inside a flow list counts too): this only
-    has to find files far too large, never to read them."""
-    if text.count("[") + text.count("{") > MAX_FLOW:
+    MAX_ITEMS + 1 of them; none without `commas` (the file has too few commas to matter). Quotes are not
+    parsed (a quoted comma inside a flow list counts too): this only has to find files far too large, never
+    to read them."""
+    opening = text.count("[") + text.count("{")
+    if opening > MAX_FLOW:
         over = next(itertools.islice(_OPENING.finditer(text), MAX_FLOW, None))
         line, col = line_col(text, over.start())
         raise ConfigError([Problem(shown, line, col, "", f"more than {MAX_FLOW:,} flow collections ([...] or "
                                    f"{{...}}) in one file (number {MAX_FLOW + 1:,} is here)")])
-    commas: list[int] = []
+    if not commas and (opening <= MAX_DEPTH or _deepest(text) <= MAX_DEPTH):
+        return []  # the loop below, a few calls a bracket, only to say where the nesting goes too deep
+    found: list[int] = []
     opened: list[str] = []
     after = 0
     for bracket in _BRACKETS.finditer(text):
-        if opened and opened[-1] == "[" and len(commas) <= MAX_ITEMS:
-            commas += _commas(text, after, bracket.start())
+        if commas and opened and opened[-1] == "[" and len(found) <= MAX_ITEMS:
+            found += _commas(text, after, bracket.start())
         after = bracket.end()
         if bracket.group() in "[{":
             opened.append(bracket.group())
@@ -437,7 +449,22 @@ def _scan_brackets(text: str, shown: str) -> list[int]:
                 raise ConfigError([Problem(shown, line, col, "", f"nested more than {MAX_DEPTH} levels deep")])
         elif opened:
             opened.pop()
-    return commas
+    return found
+
+
+_STEPS = {"[": 1, "{": 1, "]": -1, "}": -1}
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_INDENTS = re.compile(r"(?:^|(?<=[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])) +", re.MULTILINE)
+"""Each line's leading spaces, its lines as `str.splitlines` makes them."""
+
+
+def _deepest(text: str) -> int:
+    """How deep the brackets of `text` nest, summed at C speed; MAX_DEPTH + 1 when a bracket closes with none
+    open (the loop of `_scan_brackets` skips it, a sum would not), for that loop to say."""
+    brackets = _NOT_BRACKETS.sub("", text)
+    if min(itertools.accumulate(map(_STEPS.__getitem__, brackets)), default=0) < 0:
+        return MAX_DEPTH + 1
+    return max(itertools.accumulate(map(_STEPS.__getitem__, brackets)), default=0)
 
 
 def _commas(text: str, start: int, end: int) -> list[int]:
