@@ -29,3 +29,17 @@ def test_a_run_made_again_twice_is_counted_twice() -> None:
     along = AlongTheWay()
     along.add([_run("dead", "error", 0, attempt=3)])
     assert along.line() == "along the way: 2 test runs made again after an error (retries, 1 test)"
+
+
+def test_widget_messages_before_the_first_turn_are_said_as_a_greeting() -> None:
+    # before: "2 chat turns followed by widget messages no turn read" of one message after turn 1 and a greeting
+    # written before any turn (after_turn 0), which followed no turn
+    greeted, late = _run("greeted", "passed", 0), _run("late", "passed", 0)
+    greeted.events = [Event(name="chat_unread", at_ms=1.0, data={"after_turn": 0, "messages": ["Hi!"]})]
+    late.events = [Event(name="chat_unread", at_ms=9.0, data={"after_turn": 1, "messages": ["Answer."]})]
+    along = AlongTheWay()
+    along.add([greeted, late])
+    assert along.line() == (
+        "along the way: 1 chat turn followed by widget messages no turn read (a greeting the widget writes late reads "
+        "each answer a turn late: chat.greeting) (chat_unread, 1 test); 1 widget greeting written before the first "
+        "turn, read by no turn (chat.greeting: true reads it as turn 1) (chat_unread after_turn 0, 1 test)")

@@ -283,7 +283,14 @@ tests:
     assert [(e["after_turn"], e["messages"]) for e in unread["focus"]] == [(0, [greeting])], unread
     assert "after it opened and before the first words were sent, so no turn has them: a greeting (set " \
            "chat.greeting: true to have it as the agent's turn 1)" in unread["focus"][0]["hint"]
-    assert "along the way: 2 chat turns followed by widget messages no turn read" in output, output
+    # the greeting followed no turn: said as what it is (before: "2 chat turns followed by widget messages"), the
+    # same in the HTML report's header
+    said = ("along the way: 1 chat turn followed by widget messages no turn read (a greeting the widget writes late "
+            "reads each answer a turn late: chat.greeting) (chat_unread, 1 test); 1 widget greeting written before "
+            "the first turn, read by no turn (chat.greeting: true reads it as turn 1) (chat_unread after_turn 0, 1 "
+            "test)")
+    assert said in output, output
+    assert f'<p class="note along-the-way">{said}</p>' in (run_dir / "report.html").read_text(), said
     # the look waits for the calls out when its watch ended, not for every call a widget that polls sends after them
     polls = _result(run_dir, "polls")
     assert texts["polls"] == [answer] and not [e for e in polls["events"] if e["name"] == "chat_unread"], polls

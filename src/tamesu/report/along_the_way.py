@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from tamesu.conversation import Event
 from tamesu.report.words import count_of
 from tamesu.results.records import RunResult
 
@@ -51,13 +52,24 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "audio_slow_pace": ("agent reply", "agent replies", "streamed at a usual sample rate's fraction of real time"),
     "chat_unread": ("chat turn", "chat turns", "followed by widget messages no turn read (a greeting the widget "
                     "writes late reads each answer a turn late: chat.greeting)"),
+    # a `chat_unread` with `after_turn: 0` follows no turn: the widget wrote it before the first words were sent
+    "chat_unread after_turn 0": ("widget greeting", "widget greetings", "written before the first turn, read by no "
+                                 "turn (chat.greeting: true reads it as turn 1)"),
 }
-"""Event name -> the noun counted (one, several) and what happened to it. Not `connect_retry`: `connect.attempts`
-is there for agents still starting (a hook's `agent &`, a container coming up), and running out of them is the
-run's error line."""
+"""Event name (or a kind of one: `_kind`) -> the noun counted (one, several) and what happened to it. Not
+`connect_retry`: `connect.attempts` is there for agents still starting (a hook's `agent &`, a container coming up),
+and running out of them is the run's error line."""
 _RUN_AGAIN = "retries"
 NOTABLE[_RUN_AGAIN] = ("test run", "test runs", "made again after an error")
 """A test's own `retries`: each run made again is counted, as the events are."""
+
+
+def _kind(event: Event) -> str:
+    """The `NOTABLE` key an event counts under: its name, and for widget messages read by no turn, whether they
+    came before the first turn (a greeting) or after one."""
+    if event.name == "chat_unread" and event.data.get("after_turn") == 0:
+        return "chat_unread after_turn 0"
+    return event.name
 
 
 class AlongTheWay:
@@ -76,9 +88,10 @@ class AlongTheWay:
                 self._events[_RUN_AGAIN] += run.attempt - 1
                 self._tests.setdefault(_RUN_AGAIN, set()).add(test)
             for event in run.events:
-                if event.name in NOTABLE:
-                    self._events[event.name] += 1
-                    self._tests.setdefault(event.name, set()).add(test)
+                kind = _kind(event)
+                if kind in NOTABLE:
+                    self._events[kind] += 1
+                    self._tests.setdefault(kind, set()).add(test)
 
     def line(self) -> str:
         """`along the way: 8 requests refused with HTTP 429 and sent again (rate_limited, 3 tests); ...`, or ""."""
