@@ -3,7 +3,7 @@ example it names as the page says; the store page's `.gitignore` advice is the l
 to ignore `.tamesu/` whole, which keeps out the schemas the suites' first lines point editors at and the replay
 cache CI replays); the run folders the concepts page names are the ones a run makes; the repeats page's
 persona-facts examples are read by the audit as it says; the plug-in page names the file its demo report writes and the
-keys `TargetSpec` brings."""
+keys `TargetSpec` brings; the persona keys' table names the noises and where the installed voices are listed."""
 
 from __future__ import annotations
 
@@ -106,3 +106,27 @@ def test_the_remote_agents_page_runs_its_example_with_the_token_the_example_asks
     suite = yaml.safe_load((DOCS.parent / "examples" / "orchestrator" / "orchestrator.tamesu.yaml").read_text())
     assert suite["vars"]["shipping_token"] == run.group(1)
     assert suite["remote_agents"]["shipping"]["token"] == "{{vars.shipping_token}}"
+
+
+def test_the_persona_keys_say_where_voices_and_noises_are_named_as_the_code_does(tmp_path: Path) -> None:
+    # the keys' table (docs/personas.md, from the schema's docstrings) sent a reader to `tamesu doctor` for the
+    # installed voices and the noises: doctor lists neither. The unknown voice's error lists the voices
+    import sys
+
+    sys.path.insert(0, str(DOCS.parent / "scripts"))
+    import docs_gen  # scripts/ is no package
+
+    from tamesu.suite.audio_names import NOISES
+
+    rows = {row.split(" | ")[0].strip("| `"): row for row in
+            docs_gen.model_table("tamesu.suite.schema:Persona").splitlines()}
+    noise, voice = rows["behaviors.background_noise.name"], rows["voice"]
+    assert re.findall(r"`(\w+)`", noise.split(" | ")[-1]) == list(NOISES), noise
+    assert "doctor" not in noise + voice
+    (tmp_path / "s.yaml").write_text(
+        "targets:\n  rt: { type: realtime, url: 'ws://127.0.0.1:9/v1/realtime', mode: audio }\n"
+        "tests:\n  - name: t\n    persona: { voice: en-XX-nobody }\n    scenario: { script: [ { say: hi } ] }\n")
+    done = run_tamesu(["validate", "s.yaml"], tmp_path)
+    assert done.returncode == 2
+    assert "tests[0].persona.voice: no voice 'en-XX-nobody' is installed (installed: " in done.stderr, done.stderr
+    assert "one not installed is a suite error that lists those that are" in voice
