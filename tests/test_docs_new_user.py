@@ -130,3 +130,22 @@ def test_the_persona_keys_say_where_voices_and_noises_are_named_as_the_code_does
     assert done.returncode == 2
     assert "tests[0].persona.voice: no voice 'en-XX-nobody' is installed (installed: " in done.stderr, done.stderr
     assert "one not installed is a suite error that lists those that are" in voice
+
+
+def test_the_repeats_pages_runs_to_a_decision_are_the_stopping_rules() -> None:
+    # the page said a clearly good agent costs "a handful of runs": a flawless one at threshold 0.8 made 26
+    from tamesu.results.stats import sequential_decision
+
+    text = " ".join(DOCS.joinpath("repeats.md").read_text(encoding="utf-8").split())
+    said = re.search(r"every run failing stops it after (\d+) runs at `pass_threshold: ([\d.]+)`; every run "
+                     r"passing, after (\d+) at ([\d.]+), (\d+) at ([\d.]+), (\d+) at ([\d.]+)\)", text)
+    assert said, "the adaptive section says how many runs decide a broken and a flawless agent"
+    numbers = said.groups()
+
+    def decided_after(passing: bool, threshold: float) -> int:
+        return next(n for n in range(1, 1000)
+                    if sequential_decision(n if passing else 0, n, threshold, 0.95, 5) is not None)
+
+    assert decided_after(False, float(numbers[1])) == int(numbers[0])
+    for runs, threshold in zip(numbers[2::2], numbers[3::2], strict=True):
+        assert decided_after(True, float(threshold)) == int(runs), (runs, threshold)
