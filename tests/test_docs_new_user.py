@@ -149,3 +149,17 @@ def test_the_repeats_pages_runs_to_a_decision_are_the_stopping_rules() -> None:
     assert decided_after(False, float(numbers[1])) == int(numbers[0])
     for runs, threshold in zip(numbers[2::2], numbers[3::2], strict=True):
         assert decided_after(True, float(threshold)) == int(runs), (runs, threshold)
+
+
+def test_the_cli_pages_init_over_an_existing_project_writes_nothing_as_it_says(tmp_path: Path) -> None:
+    # the page said what `init` writes, not what it does where a project already is: exit 2, nothing written
+    text = DOCS.joinpath("cli.md").read_text(encoding="utf-8")
+    said = re.search(r"when one of its three files is already there it writes nothing and exits (\d) \(`([^`]+)`\)",
+                     text)
+    assert said, "the init row says what init does over an existing project"
+    (tmp_path / "tamesu.yaml").write_text("out: mine\n", encoding="utf-8")
+    done = run_tamesu(["init"], tmp_path)
+    assert done.returncode == int(said.group(1)), done.stdout + done.stderr
+    assert done.stderr.strip() == said.group(2), done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tamesu.yaml"]
+    assert (tmp_path / "tamesu.yaml").read_text(encoding="utf-8") == "out: mine\n"
