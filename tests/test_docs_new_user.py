@@ -163,3 +163,18 @@ def test_the_cli_pages_init_over_an_existing_project_writes_nothing_as_it_says(t
     assert done.stderr.strip() == said.group(2), done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tamesu.yaml"]
     assert (tmp_path / "tamesu.yaml").read_text(encoding="utf-8") == "out: mine\n"
+
+
+def test_the_concepts_pages_recorded_metric_suffixes_are_what_result_json_records() -> None:
+    # the page said `_p50`, `_p95` and `_max` are computed on request: result.json records them for every run
+    from tamesu.engine.metrics import Metrics
+
+    text = " ".join(DOCS.joinpath("concepts.md").read_text(encoding="utf-8").split())
+    said = re.search(r"`result\.json` records its ((?:`_\w+`(?:, | and )?)+), and an assertion or SLO may ask for any "
+                     r"`_pNN`, ((?:`_\w+`(?:, | or )?)+) too", text)
+    assert said, "the metrics section says which suffixes result.json records"
+    recorded = re.findall(r"`_(\w+)`", said.group(1))
+    metrics = Metrics({"turns": 3.0}, {"turn_latency_ms": [10.0, 30.0, 20.0]})
+    assert set(metrics.standard()) == {"turns", "turn_latency_ms", *(f"turn_latency_ms_{s}" for s in recorded)}
+    for asked in ("p99", *re.findall(r"`_(\w+)`", said.group(2))):
+        assert f"turn_latency_ms_{asked}" in metrics and f"turn_latency_ms_{asked}" not in metrics.standard()
