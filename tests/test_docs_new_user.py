@@ -191,3 +191,16 @@ def test_getting_starteds_init_line_names_every_file_init_writes(tmp_path: Path)
     for path in sorted(p for p in tmp_path.rglob("*") if p.is_file()):
         written = path.relative_to(tmp_path).as_posix()
         assert written in named or f"{path.parent.relative_to(tmp_path).as_posix()}/" in named, (written, named)
+
+
+def test_the_concepts_pages_suites_section_names_every_key_of_a_suite_a_project_and_a_test() -> None:
+    # it named seven of a suite's thirteen keys, ten of tamesu.yaml's seventeen (not `targets`, `store`,
+    # `report`...) and left out a test's `pass_k`, `adaptive`, `counterpart`, `steps`, `fuzz_tools`
+    from tamesu.suite.schema import ProjectSpec, Scenario, ScriptStep, SuiteSpec, TestSpec
+
+    text = DOCS.joinpath("concepts.md").read_text(encoding="utf-8")
+    section = text.split("## Suites", 1)[1].split("\n- **Cases**", 1)[0]
+    named = set(re.findall(r"`([a-z_]+)(?:[.:][^`]*)?`", section))
+    for model in (SuiteSpec, ProjectSpec, TestSpec, Scenario, ScriptStep):
+        keys = {field.alias or name for name, field in model.model_fields.items()}
+        assert keys <= named, (model.__name__, sorted(keys - named))
