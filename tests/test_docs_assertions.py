@@ -1,7 +1,8 @@
 """docs/assertions.md as a new user reads it: its table names every assertion key (the model-graded ones, a phone
 call's, the spans' had no row: a reader of the page never learnt `judge` existed), and the `custom` row's project
 function, written as the row says, passes a real run (the row showed `script`'s function, whose `run.text` the
-run's view has not, and no way to give a project function its `with:`)."""
+run's view has not, and no way to give a project function its `with:`); each row names every option its
+assertion takes."""
 
 from __future__ import annotations
 
@@ -62,3 +63,20 @@ def test_the_custom_rows_project_function_runs_as_written(tmp_path: Path,
     done = run_tamesu(["run", "suite.yaml", "--out", "out"], tmp_path, env={"TAMESU_STORE": "off"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS  suite/says refund" in done.stdout
+
+
+def test_each_rows_assertion_names_every_option_it_takes() -> None:
+    # the rows left out options a reader could not then find: `metric`'s `missing: pass`, `captured`'s `equals`
+    # and `exists`, `handoff`'s `model`, the audio turns' `match` and `similarity` of `contains` and `regex`
+    from tamesu.checks import captured, command, handoff, http, json_path, metric, status, text, tools, turns, values
+
+    specs = {"contains": text.TextSpec, "regex": text.PatternSpec, "json_path": json_path.PathSpec,
+             "status": status.StatusSpec, "turns": turns.TurnsSpec, "metric": metric.MetricSpec,
+             "captured": captured.CapturedSpec, "http": http.HttpSpec, "command": command.CommandSpec,
+             "handoff": handoff.HandoffSpec, "tool_called": tools.CallSpec, "tool_sequence": tools.SequenceSpec,
+             "equals": values.EqualsSpec, "type": values.TypeSpec}
+    rows = _rows()
+    for key, spec in specs.items():
+        options = {field.alias or name for name, field in spec.model_fields.items()}
+        named = set(re.findall(r"[`{,] ?([a-z_]+)(?=[:,}` ])", rows[key]))
+        assert options <= named, (key, sorted(options - named))

@@ -3,7 +3,7 @@ example it names as the page says; the store page's `.gitignore` advice is the l
 to ignore `.tamesu/` whole, which keeps out the schemas the suites' first lines point editors at and the replay
 cache CI replays); the run folders the concepts page names are the ones a run makes; the repeats page's
 persona-facts examples are read by the audit as it says; the plug-in page names the file its demo report writes and the
-keys `TargetSpec` brings."""
+keys `TargetSpec` brings; the persona keys' table names the noises and where the installed voices are listed."""
 
 from __future__ import annotations
 
@@ -106,3 +106,101 @@ def test_the_remote_agents_page_runs_its_example_with_the_token_the_example_asks
     suite = yaml.safe_load((DOCS.parent / "examples" / "orchestrator" / "orchestrator.tamesu.yaml").read_text())
     assert suite["vars"]["shipping_token"] == run.group(1)
     assert suite["remote_agents"]["shipping"]["token"] == "{{vars.shipping_token}}"
+
+
+def test_the_persona_keys_say_where_voices_and_noises_are_named_as_the_code_does(tmp_path: Path) -> None:
+    # the keys' table (docs/personas.md, from the schema's docstrings) sent a reader to `tamesu doctor` for the
+    # installed voices and the noises: doctor lists neither. The unknown voice's error lists the voices
+    import sys
+
+    sys.path.insert(0, str(DOCS.parent / "scripts"))
+    import docs_gen  # scripts/ is no package
+
+    from tamesu.suite.audio_names import NOISES
+
+    rows = {row.split(" | ")[0].strip("| `"): row for row in
+            docs_gen.model_table("tamesu.suite.schema:Persona").splitlines()}
+    noise, voice = rows["behaviors.background_noise.name"], rows["voice"]
+    assert re.findall(r"`(\w+)`", noise.split(" | ")[-1]) == list(NOISES), noise
+    assert "doctor" not in noise + voice
+    (tmp_path / "s.yaml").write_text(
+        "targets:\n  rt: { type: realtime, url: 'ws://127.0.0.1:9/v1/realtime', mode: audio }\n"
+        "tests:\n  - name: t\n    persona: { voice: en-XX-nobody }\n    scenario: { script: [ { say: hi } ] }\n")
+    done = run_tamesu(["validate", "s.yaml"], tmp_path)
+    assert done.returncode == 2
+    assert "tests[0].persona.voice: no voice 'en-XX-nobody' is installed (installed: " in done.stderr, done.stderr
+    assert "one not installed is a suite error that lists those that are" in voice
+
+
+def test_the_repeats_pages_runs_to_a_decision_are_the_stopping_rules() -> None:
+    # the page said a clearly good agent costs "a handful of runs": a flawless one at threshold 0.8 made 26
+    from tamesu.results.stats import sequential_decision
+
+    text = " ".join(DOCS.joinpath("repeats.md").read_text(encoding="utf-8").split())
+    said = re.search(r"every run failing stops it after (\d+) runs at `pass_threshold: ([\d.]+)`; every run "
+                     r"passing, after (\d+) at ([\d.]+), (\d+) at ([\d.]+), (\d+) at ([\d.]+)\)", text)
+    assert said, "the adaptive section says how many runs decide a broken and a flawless agent"
+    numbers = said.groups()
+
+    def decided_after(passing: bool, threshold: float) -> int:
+        return next(n for n in range(1, 1000)
+                    if sequential_decision(n if passing else 0, n, threshold, 0.95, 5) is not None)
+
+    assert decided_after(False, float(numbers[1])) == int(numbers[0])
+    for runs, threshold in zip(numbers[2::2], numbers[3::2], strict=True):
+        assert decided_after(True, float(threshold)) == int(runs), (runs, threshold)
+
+
+def test_the_cli_pages_init_over_an_existing_project_writes_nothing_as_it_says(tmp_path: Path) -> None:
+    # the page said what `init` writes, not what it does where a project already is: exit 2, nothing written
+    text = DOCS.joinpath("cli.md").read_text(encoding="utf-8")
+    said = re.search(r"when one of its three files is already there it writes nothing and exits (\d) \(`([^`]+)`\)",
+                     text)
+    assert said, "the init row says what init does over an existing project"
+    (tmp_path / "tamesu.yaml").write_text("out: mine\n", encoding="utf-8")
+    done = run_tamesu(["init"], tmp_path)
+    assert done.returncode == int(said.group(1)), done.stdout + done.stderr
+    assert done.stderr.strip() == said.group(2), done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tamesu.yaml"]
+    assert (tmp_path / "tamesu.yaml").read_text(encoding="utf-8") == "out: mine\n"
+
+
+def test_the_concepts_pages_recorded_metric_suffixes_are_what_result_json_records() -> None:
+    # the page said `_p50`, `_p95` and `_max` are computed on request: result.json records them for every run
+    from tamesu.engine.metrics import Metrics
+
+    text = " ".join(DOCS.joinpath("concepts.md").read_text(encoding="utf-8").split())
+    said = re.search(r"`result\.json` records its ((?:`_\w+`(?:, | and )?)+), and an assertion or SLO may ask for any "
+                     r"`_pNN`, ((?:`_\w+`(?:, | or )?)+) too", text)
+    assert said, "the metrics section says which suffixes result.json records"
+    recorded = re.findall(r"`_(\w+)`", said.group(1))
+    metrics = Metrics({"turns": 3.0}, {"turn_latency_ms": [10.0, 30.0, 20.0]})
+    assert set(metrics.standard()) == {"turns", "turn_latency_ms", *(f"turn_latency_ms_{s}" for s in recorded)}
+    for asked in ("p99", *re.findall(r"`_(\w+)`", said.group(2))):
+        assert f"turn_latency_ms_{asked}" in metrics and f"turn_latency_ms_{asked}" not in metrics.standard()
+
+
+def test_getting_starteds_init_line_names_every_file_init_writes(tmp_path: Path) -> None:
+    # it named four of them: the two JSON Schemas `init` writes under .tamesu/schema/ were left out
+    page = DOCS.joinpath("getting-started.md").read_text(encoding="utf-8")
+    said = re.search(r"tamesu init +# writes (.*?)\ntamesu validate", page, re.S)
+    assert said, "the first suite's commands say what init writes"
+    named = " ".join(line.lstrip("# ") for line in said.group(1).split("\n"))
+    done = run_tamesu(["init"], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for path in sorted(p for p in tmp_path.rglob("*") if p.is_file()):
+        written = path.relative_to(tmp_path).as_posix()
+        assert written in named or f"{path.parent.relative_to(tmp_path).as_posix()}/" in named, (written, named)
+
+
+def test_the_concepts_pages_suites_section_names_every_key_of_a_suite_a_project_and_a_test() -> None:
+    # it named seven of a suite's thirteen keys, ten of tamesu.yaml's seventeen (not `targets`, `store`,
+    # `report`...) and left out a test's `pass_k`, `adaptive`, `counterpart`, `steps`, `fuzz_tools`
+    from tamesu.suite.schema import ProjectSpec, Scenario, ScriptStep, SuiteSpec, TestSpec
+
+    text = DOCS.joinpath("concepts.md").read_text(encoding="utf-8")
+    section = text.split("## Suites", 1)[1].split("\n- **Cases**", 1)[0]
+    named = set(re.findall(r"`([a-z_]+)(?:[.:][^`]*)?`", section))
+    for model in (SuiteSpec, ProjectSpec, TestSpec, Scenario, ScriptStep):
+        keys = {field.alias or name for name, field in model.model_fields.items()}
+        assert keys <= named, (model.__name__, sorted(keys - named))

@@ -112,3 +112,37 @@ def test_a_metric_its_target_never_measures_is_warned_and_an_error_but_an_slo_pa
         ("metric", False), ("metric", False), ("metric", True), ("slo/time_to_first_audio_ms_p95", True)]
     assert result["error"] == ("metric: time_to_first_audio_ms_p95 is measured only in audio, which model target "
                                "shop does not speak")
+
+
+_BROKEN_FIRST = """\
+models:
+  shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
+targets:
+  shop: { type: model, model: shop, system: "You are a shop assistant" }
+tests:
+  - name: a broken assertion before the warned ones
+    target: shop
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - turns: { equals: null }
+      - contains: Hi
+      - { contains: there, on_turn: 3 }
+      - dtmf_received: "12"
+"""
+
+
+def test_a_warning_after_a_broken_assertion_names_its_own_place(tmp_path: Path) -> None:
+    # before: the broken first entry was left out of the parsed list, so the on_turn warning named assert[1]
+    # (line 11, `contains: Hi`) and the dtmf one assert[2].dtmf_received, an entry that is a `contains`
+    (tmp_path / "s.tamesu.yaml").write_text(_BROKEN_FIRST)
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.splitlines()
+    assert "s.tamesu.yaml:10:26: tests[0].assert[0].turns.equals: expected a number of turns, not null" in lines
+    written = {0: "turns", 1: "contains", 2: "contains", 3: "dtmf_received"}
+    for line in lines:
+        if line.startswith("warning: s.tamesu.yaml:") and ".assert[" in line:
+            index = int(line.split(".assert[", 1)[1].split("]", 1)[0])
+            said = line.split(f".assert[{index}].", 1)[1].split(":", 1)[0]
+            assert said in ("on_turn", written[index]) and (said != "on_turn" or index == 2), line
+            assert line.split(":")[2] == str(10 + index), line

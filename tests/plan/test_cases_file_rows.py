@@ -71,3 +71,27 @@ def test_a_whole_files_problem_is_still_said_where_the_suite_names_it(tmp_path: 
         "s.tamesu.yaml:14:17: tests[3].cases_file: unnamed.json has no cases: an empty array",
         "4 problems found",
     ], done.stderr
+
+
+def test_a_rows_own_problem_does_not_hide_those_the_other_rows_make(tmp_path: Path) -> None:
+    # before: a row with a field too many (or no name) was the one problem said; the name two other rows share
+    # and another row's bad template came out only once it was fixed, one `validate` at a time
+    (tmp_path / "s.tamesu.yaml").write_text(
+        'targets:\n  bot: { type: rest, url: "http://127.0.0.1:9/chat" }\ntests:\n'
+        '  - name: sheet\n    cases_file: cases.csv\n    scenario: { script: [ { say: "{{vars.city}}" } ] }\n'
+        '  - name: export\n    cases_file: cases.json\n    scenario: { script: [ { say: "{{vars.word}}" } ] }\n')
+    (tmp_path / "cases.csv").write_text('name,city\none,Paris\ntwo,Rome,extra\n,Oslo\none,Bergen\n'
+                                        'three,"{{vars.nowhere}}"\nfour,Lima\n')
+    (tmp_path / "cases.json").write_text('[{"name": "a", "word": "x"},\n {"name": "", "word": "y"},\n'
+                                         ' {"name": "a", "word": "z"}]')
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "cases.csv:3:10: row 3 has more fields than its header (2): quote a value that holds ','",
+        "cases.csv:4:1: name: row 4 has no name",
+        "cases.csv:5:1: name: two cases are named 'one'",
+        f"cases.csv:6:7: city: {NO_VAR}",
+        "cases.json:2:11: [1].name: item 2 has no name",
+        "cases.json:3:11: [2].name: two cases are named 'a'",
+        "6 problems found",
+    ], done.stderr

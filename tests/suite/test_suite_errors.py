@@ -216,7 +216,9 @@ def test_one_clear_line_per_problem(tmp_path: Path, tamesu, text: str, expected:
 )
 def test_bad_cases_file(tmp_path: Path, tamesu, name: str, content: str, expected: str) -> None:
     (tmp_path / name).write_text(content, encoding="utf-8")
-    write(tmp_path, TARGET + f"tests:\n  - name: a\n    target: api\n    cases_file: {name}\n")
+    # a user side of its own: the other rows are checked on, and a test with none was one more problem
+    write(tmp_path, TARGET + f"tests:\n  - name: a\n    target: api\n    cases_file: {name}\n"
+                             "    scenario: { script: [ { say: hi } ] }\n")
     result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert result.returncode == 2
     said = expected[1:] if expected.startswith("=") else f"suite.yaml:8:17: tests[0].cases_file: {expected}"
@@ -704,12 +706,15 @@ def test_validate_says_the_projects_and_the_suites_problems_at_once(tmp_path: Pa
         "background, behaviors, facts)",
         "suite.yaml:12:26: tests[1].quarantine.until: input should be a valid date or datetime, day value is "
         "outside expected range, got '2026-02-30'",
+        # the test's own problem beside its cases file's rows (a bad row hid it before)
+        "suite.yaml:13:5: tests[2]: nothing plays the user: add scenario.script steps, or set models.simulator so "
+        "the persona can speak",
         "cases.csv:2:1: name: row 2 has no name",
         f"cases.csv:3:5: row 3 {holds}",
         "cases.csv:4:2: row 4 has fewer fields than its header (2): x missing",
         *(f"cases.csv:{row}:{6 if row < 15 else 7}: row {row} {holds}" for row in range(5, 22)),
         "cases.csv:22:7: 3 more problems",
-        "27 problems found"], result.stderr  # 4 and the cases file's 23: its "3 more" line counted 1 before
+        "28 problems found"], result.stderr  # 5 and the cases file's 23: its "3 more" line counted 1 before
     # what the suites read of tamesu.yaml, left out, would make their problems up: its own are said alone
     (tmp_path / "tamesu.yaml").write_text("suites: [suite.yaml]\nvars: 5\n")
     result = tamesu(["validate"], cwd=tmp_path)

@@ -74,12 +74,15 @@ def expand_test(
         return []
     cases = list(spec.cases)
     rows: CaseRows | None = None
+    broken = False
     if spec.cases_file:
         try:
             rows = read_case_rows(suite.dir / spec.cases_file, label(suite.dir / spec.cases_file))
         except CasesFileError as exc:  # its rows' problems, where they are written in it (once for its tests)
             problems.extend(p for p in exc.problems if p not in problems)
-            return []
+            if exc.rows is None:
+                return []
+            rows, broken = exc.rows, True  # the other rows are checked on, and nothing runs
         except ValueError as exc:  # the file as a whole: where the suite names it
             problems.append(doc.problem((*loc, "cases_file"), str(exc)))
             return []
@@ -90,7 +93,7 @@ def expand_test(
         second = [i for i, c in enumerate(cases) if c.name == name][1]
         said = f"two cases are named {name!r}"
         problems.append(doc.problem((*loc, "cases", second, "name"), said) if second < len(spec.cases) or rows is None
-                        else rows.problem(second - len(spec.cases), "name", said))
+                        else rows.problem(rows.row_of(second - len(spec.cases)), "name", said))
 
     layers = (suite.project.spec.vars, suite.spec.vars, spec.vars)
     base_vars = {**layers[0], **layers[1], **layers[2]}
@@ -104,7 +107,8 @@ def expand_test(
         if wrong:
             case = (number if number < len(spec.cases) else None, case_name or "", cases[number].vars) \
                 if cases else None
-            row = None if rows is None or number < len(spec.cases) else partial(rows.problem, number - len(spec.cases))
+            row = None if rows is None or number < len(spec.cases) else \
+                partial(rows.problem, rows.row_of(number - len(spec.cases)))
             problems.extend(p for p in var_problems(loc, doc, suite.project.doc, layers, case, wrong, row)
                             if p not in problems)
             continue
@@ -146,7 +150,7 @@ def expand_test(
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
         expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index,
                                     attack=attack))
-    return expanded
+    return [] if broken else expanded
 
 
 MAX_INLINE_CASES = 2_000

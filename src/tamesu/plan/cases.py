@@ -28,9 +28,12 @@ class CasesFileError(ValueError):
     """Every problem of a cases file's rows found in one reading, each where it is written in the file (a
     ValueError is one problem of the file as a whole)."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[Problem], rows: CaseRows | None = None) -> None:
         super().__init__("\n".join(str(p) for p in problems))
         self.problems = problems
+        self.rows = rows
+        """The cases of the rows with no problem of their own, checked on for the problems they make together
+        (a name two rows share, a var's bad template), so one reading says them all; None: nothing was read."""
 
 
 @dataclass
@@ -46,6 +49,8 @@ class CaseRows:
     names: list[str] = field(default_factory=list)
     """A CSV file's header."""
     delimiter: str = ","
+    kept: list[int] | None = None
+    """The row of each case when rows with problems of their own made none (None: case `i` is row `i`)."""
     _breaks: list[int] | None = None
     _items: list[int] | None = None
     _spans: list[tuple[int, int]] | None = None
@@ -64,6 +69,9 @@ class CaseRows:
         nested = isinstance(row.get("vars"), dict) and key in row["vars"]
         loc: tuple[object, ...] = ("vars", key) if nested else () if key is None else (key,)
         return self.at(locate(self.text, self._items[index], loc), format_loc((index, *loc)), message)
+
+    def row_of(self, case: int) -> int:
+        return case if self.kept is None else self.kept[case]
 
     def span(self, index: int) -> tuple[int, int]:
         """Where the CSV row `index` starts and ends. Found when a problem needs it: the rows are read again,
@@ -142,13 +150,21 @@ def read_case_rows(path: Path, label: str) -> CaseRows:
             more = len(said) - _MAX_SAID
             said = [*said[:_MAX_SAID], Problem(first.file, first.line, first.column, "",
                                                f"{more:,} more problems", count=more)]
-        raise CasesFileError(said)
-    for row in found.rows:
+        found.kept = [index for index, row in enumerate(found.rows) if not _bad_row(found, index, row)]
+    for row in (found.rows if found.kept is None else [found.rows[index] for index in found.kept]):
         values = {k: v for k, v in row.items() if k not in ("name", "vars")}
         if isinstance(row.get("vars"), dict):
             values.update(row["vars"])
         found.cases.append(Case(name=str(row["name"]), vars=values))
+    if said:
+        raise CasesFileError(said, found)
     return found
+
+
+def _bad_row(found: CaseRows, index: int, row: dict[Any, Any]) -> bool:
+    if found.csv:
+        return _row_problem(found, index, row) is not None
+    return not row.get("name") or not str(row["name"]).strip()
 
 
 _MAX_SAID = 20

@@ -40,7 +40,8 @@ class ConnectSpec(Strict):
 
 class NoiseSpec(Strict):
     name: str
-    """A background noise tamesu ships (`tamesu doctor` lists them), mixed under the simulated user's speech."""
+    """A background noise tamesu generates (`white`, `pink`, `brown`, `hum`, `cafe`, `street`, `office`), mixed under
+    the simulated user's speech."""
     level_db: float = Field(-20.0, le=20, ge=-80)
     """The noise's loudness relative to the speech (-20: 20 dB quieter than the voice)."""
     between: bool = False
@@ -109,8 +110,8 @@ class Persona(Strict):
     language: str | None = None
     """The language the user writes or speaks in (`German`, `es`)."""
     voice: str | None = None
-    """On audio targets: the voice the user speaks with (a Piper voice or an espeak-ng variant; `tamesu doctor`
-    lists those installed)."""
+    """On audio targets: the voice the user speaks with (a Piper voice or an espeak-ng variant; one not installed
+    is a suite error that lists those that are)."""
     background: str | None = None
     """Who the user is and what happened before the conversation: told to the simulator as context."""
     behaviors: Behaviors = Field(default_factory=Behaviors)
