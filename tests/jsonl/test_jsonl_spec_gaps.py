@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import json
 import textwrap
+from io import StringIO
 from pathlib import Path
 
+from rich.console import Console
+
+from agents.expense_agent import ExpenseAgent, expense_agent
 from jsonl.test_jsonl_run import project, run_cases
+from tamesu.report.case_console import TestConsole
+from tamesu.suite.secrets import Redactor
+
+__all__ = ["expense_agent"]
 
 
 async def test_json_path_and_type_read_an_answer_written_as_json_text(tmp_path: Path) -> None:
@@ -37,3 +45,40 @@ async def test_json_path_and_type_read_an_answer_written_as_json_text(tmp_path: 
     assert by_id["fenced"].status == "passed", by_id["fenced"].assertions
     assert by_id["wrong"].status == "failed"
     assert str((by_id["wrong"].assertions or [])[0].reason).startswith("$.status in the text of turn 1: ")
+
+
+async def test_a_simulator_that_ends_before_its_first_message_is_not_the_agents_failure(
+        expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    # the design fails a dynamic case whose simulator says its goal is reached before every checkpoint; here it said
+    # so before the agent was asked anything, which was "failed, fault: agent" (exit 1) for an agent never spoken to
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "quiet.py").write_text(textwrap.dedent("""\
+        def done(inputs):
+            return {"goal_achieved": True, "reasoning": "nothing to do"}
+
+        def hang_up(inputs):
+            return None
+        """))
+    checkpoint = [{"id": "ask", "assertion": {"type": "contains", "value": "type"}}]
+    # (run once: an inconclusive run is made again with a new seed, which a script does not read)
+    text = "\n".join(json.dumps({"id": name, "simulator": {"use": f"scripts:quiet:{name}"}, "checkpoints": checkpoint,
+                                 "retries_inconclusive": 0}) for name in ("done", "hang_up"))
+    outcome, _ = await run_cases(folder, text)
+    for record in outcome.records:
+        assert record.total_turns == 0
+        assert (record.status, record.fault) == ("inconclusive", "simulated_user"), record
+        assert "before its first message: the agent was never asked anything" in str(record.fault_reason)
+    assert outcome.exit_code == 1  # as a suite's inconclusive test: the run did not pass, and says why
+    said = StringIO()
+    TestConsole(Console(file=said, width=300, color_system=None), Redactor()).case_finished(outcome.records[0])
+    assert said.getvalue().splitlines()[-3:-1] == [
+        "  └─ Result: INCONCLUSIVE", "     Reason: the simulated user ended the conversation (goal_achieved) before "
+        "its first message: the agent was never asked anything"]
+    # a simulator that ends after the agent answered still fails the case, as the design says
+    spoke = json.dumps({"id": "spoke", "input": "I want to submit an expense",
+                        "simulator": {"use": "scripts:quiet:done"},
+                        "checkpoints": [*checkpoint, {"id": "po", "assertion": {"type": "contains", "value": "PO"}}]})
+    outcome, _ = await run_cases(folder, spoke)
+    (record,) = outcome.records
+    assert (record.status, record.fault, record.error) == ("failed", "agent", "missing checkpoints: po")
+    assert outcome.exit_code == 1
