@@ -4,13 +4,14 @@ real part: the example expense agent, fake models, the project's own script simu
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from io import StringIO
 from pathlib import Path
 
 from rich.console import Console
 
-from agents.expense_agent import ExpenseAgent, expense_agent
+from agents.expense_agent import ExpenseAgent, expense_agent, run_test
 from jsonl.test_jsonl_run import project, run_cases
 from tamesu.report.case_console import TestConsole
 from tamesu.suite.secrets import Redactor
@@ -82,3 +83,17 @@ async def test_a_simulator_that_ends_before_its_first_message_is_not_the_agents_
     (record,) = outcome.records
     assert (record.status, record.fault, record.error) == ("failed", "agent", "missing checkpoints: po")
     assert outcome.exit_code == 1
+
+
+def test_records_say_durations_in_whole_milliseconds(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    # the design's records: "duration_ms": 1800 (a case), 2100 (a turn); 20.555 is no integer to a reader that
+    # decodes the design's shape into one (Go's int64 refuses even 12.0)
+    out = tmp_path / "records.jsonl"
+    done = run_test(["-i", "tests/multi-turn.jsonl", "-n", "expense", "-o", str(out), "--out", str(tmp_path)],
+                    env=expense_agent.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    durations = [r["duration_ms"] for r in records] + [t["duration_ms"] for r in records for t in r["turns"]]
+    assert len(durations) == 3 + 3 + 1 + 3
+    assert all(type(ms) is int and ms >= 0 for ms in durations), durations
+    assert not re.findall(r'"duration_ms": \d+\.', out.read_text())

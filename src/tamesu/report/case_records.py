@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer, model_serializer
 
 from tamesu.checks import META_KEYS
 from tamesu.matching import shown
@@ -74,6 +74,13 @@ class ToolCallRecord(BaseModel):
     result: Any = None
 
 
+def whole_ms(value: float) -> int:
+    """A duration as the design's records write it (`"duration_ms": 1800`): whole milliseconds, which a reader
+    decoding into an integer takes (12.0 and 20.555 are refused by Go's int64). result.json keeps the fraction;
+    the console reads the field itself, not this."""
+    return round(value)
+
+
 class TurnRecord(BaseModel):
     turn: int
     input: str
@@ -88,6 +95,10 @@ class TurnRecord(BaseModel):
     status: Status = "passed"
     error: str | None = None
     duration_ms: float
+
+    @field_serializer("duration_ms")
+    def _whole_ms(self, value: float) -> int:
+        return whole_ms(value)
 
 
 class CheckpointRecord(BaseModel):
@@ -148,6 +159,10 @@ class CaseRecord(BaseModel):
     duration_ms: float
     result: str | None = None
     """result.json of the run, relative to the run directory."""
+
+    @field_serializer("duration_ms")
+    def _whole_ms(self, value: float) -> int:
+        return whole_ms(value)
 
     def line(self) -> dict[str, Any]:
         out = self.model_dump(mode="json", exclude_none=True)
