@@ -97,3 +97,28 @@ def test_records_say_durations_in_whole_milliseconds(expense_agent: ExpenseAgent
     assert len(durations) == 3 + 3 + 1 + 3
     assert all(type(ms) is int and ms >= 0 for ms in durations), durations
     assert not re.findall(r'"duration_ms": \d+\.', out.read_text())
+
+
+async def test_a_failed_assertion_is_in_the_records_assertion_errors(expense_agent: ExpenseAgent,
+                                                                     tmp_path: Path) -> None:
+    # both revisions' error tables: "Assertion failed | FAILED | assertion_errors: [...]" (a standard case's record,
+    # a turn's); a reader of the design's records looked for failures there and found no key
+    folder = project(tmp_path, expense_agent.url)
+    standard = {"id": "standard", "input": "Hello", "assertions": [
+        {"type": "contains", "value": "Hi"}, {"type": "contains", "value": "zebra"}]}
+    turns = {"id": "turns", "turns": [
+        {"input": "I want to submit an expense", "assertions": [{"type": "contains", "value": "zebra"}]},
+        {"input": "Business travel, $3500", "assertions": [{"type": "tool_called", "name": "create_expense"}]},
+        {"input": "Yes, confirm"}], "final_assertions": [{"type": "contains", "value": "refund"}]}
+    fine = {"id": "fine", "input": "Hello", "assertions": [{"type": "contains", "value": "Hi"}]}
+    outcome, _ = await run_cases(folder, "\n".join(json.dumps(c) for c in (standard, turns, fine)))
+    lines = {record.id: record.line() for record in outcome.records}
+    assert lines["standard"]["assertion_errors"] == [
+        'contains "zebra": expected the agent to say "zebra"; not found in 1 turn(s) of agent text: '
+        '"Hi! I can help you submit an expense or explain the expense policy."']
+    assert list(lines["standard"]).index("assertion_errors") == list(lines["standard"]).index("assertions") + 1
+    first, second, _third = lines["turns"]["turns"]
+    assert [e.split(":")[0] for e in first["assertion_errors"]] == ['contains "zebra"']
+    assert "assertion_errors" not in second
+    assert [e.split(":")[0] for e in lines["turns"]["assertion_errors"]] == ['contains "refund"']
+    assert "assertion_errors" not in lines["fine"]
