@@ -5,7 +5,10 @@ Which document is read:
      turn in scope backwards: the LAST turn whose response yields at least one match is the one compared;
   2. when no response matches, each turn's `raw` list (every raw response or streamed event of the turn, in
      order) is tried the same way, as one JSON array: `$[?@.type == 'done'].usage` finds a streamed event;
-  3. when nothing matches, the path "does not exist".
+  3. when neither matches, each turn's text that is a JSON object or array (the whole text, or one fenced
+     ```json block that is the whole text) is tried the same way: a model, an A2A or a gRPC agent answers JSON
+     as text, and the JSONL design's `json_path` and `type` examples ($.status, $.count) read that answer;
+  4. when nothing matches, the path "does not exist".
 `on_turn: N` narrows this to the one turn. A response that is a JSON string is parsed first.
 
 One match is compared as that value; several (a wildcard or a filter) are compared as the list of them.
@@ -79,6 +82,20 @@ def find(path: Path, document: Any) -> list[object]:
     return path.findall(document)
 
 
+def text_document(text: str) -> object | None:
+    """The JSON object or array an agent's text is, when it is one (or one fenced block of it); else None."""
+    body = text.strip()
+    if body.startswith("```") and body.endswith("```") and body.count("```") == 2:
+        body = body[3:-3].removeprefix("json").strip()
+    if not body.startswith(("{", "[")):
+        return None
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    return document if isinstance(document, dict | list) else None
+
+
 def value_of(nodes: list[Any]) -> object:
     return nodes[0] if len(nodes) == 1 else nodes
 
@@ -99,7 +116,7 @@ def judge(spec: PathSpec, path_text: str, nodes: list[Any], expected: dict[str, 
     return Verdict(passed=True, reason=f"{path_text} is {shown(value)} in {where}")
 
 
-def _locate(path: Path, exchanges: list[Exchange]) -> tuple[list[object], str] | None:
+def locate(path: Path, exchanges: list[Exchange]) -> tuple[list[object], str] | None:
     """The nodes of the turn the module docstring's rule picks, and a name for where they came from."""
     for exchange in reversed(exchanges):
         nodes = find(path, exchange.agent.response)
@@ -109,6 +126,10 @@ def _locate(path: Path, exchanges: list[Exchange]) -> tuple[list[object], str] |
         nodes = find(path, exchange.agent.raw) if exchange.agent.raw else []
         if nodes:
             return nodes, f"the raw events of turn {exchange.index}"
+    for exchange in reversed(exchanges):
+        nodes = find(path, text_document(exchange.agent.text)) if exchange.agent.text else []
+        if nodes:
+            return nodes, f"the text of turn {exchange.index}"
     return None
 
 
@@ -138,7 +159,7 @@ class JsonPath(Check[PathSpec]):
             path = compile_path(path_text)
         except ValueError as exc:  # valid as written (the plan checked it), not once a template was filled in
             raise SuiteProblem(f"the path once filled in is not one: {exc}") from None
-        found = _locate(path, run.exchanges)
+        found = locate(path, run.exchanges)
         if found is None:
             verdict = judge(self.spec, path_text, [], expected, _searched(run.exchanges))
             last = next((e.agent.response for e in reversed(run.exchanges) if e.agent.response is not None), None)

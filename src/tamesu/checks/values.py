@@ -9,7 +9,7 @@ from pydantic import AfterValidator
 
 from tamesu.checks._compare import as_text, template_failed
 from tamesu.checks.base import Check, RunView, Verdict
-from tamesu.checks.json_path import compile_path, find
+from tamesu.checks.json_path import compile_path, locate
 from tamesu.errors import TemplateError
 from tamesu.matching import shown
 from tamesu.plugins import register
@@ -27,13 +27,8 @@ def _last_text(run: RunView) -> tuple[str, str]:
 
 
 def _located(path_text: str, run: RunView) -> tuple[list[object], str] | None:
-    """The values of a JSONPath in the last turn whose response has it, as `json_path` reads them."""
-    path = compile_path(path_text)
-    for exchange in reversed(run.exchanges):
-        nodes = find(path, exchange.agent.response)
-        if nodes:
-            return nodes, f"turn {exchange.index}"
-    return None
+    """The values of a JSONPath where `json_path` reads them (a response, the raw events, a text of JSON)."""
+    return locate(compile_path(path_text), run.exchanges)
 
 
 def _valid_path(value: str | None) -> str | None:

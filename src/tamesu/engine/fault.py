@@ -92,7 +92,12 @@ def _ended_before_speaking(result: RunResult, lines: Sequence[Mapping[str, objec
         return None
     asked = [event for event in result.events if event.name == "simulator"]
     if not asked or asked[-1].data.get("stop") != result.end_reason:
-        return None
+        # a JSONL case's user side (`roles.case_user`) notes its decisions as `user_side` events instead: its
+        # simulator (a model, a script, another agent) ended the conversation when its last one says `end`
+        noted = [event for event in result.events if event.name == "user_side"]
+        ended = result.end_reason in ("goal_achieved", "simulator_stopped")
+        if not (ended and noted and noted[-1].data.get("next") == "end"):
+            return None
     return Finding(f"the simulated user ended the conversation ({result.end_reason}) before its first message: "
                    f"the agent was never asked anything")
 

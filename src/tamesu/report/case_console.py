@@ -255,6 +255,8 @@ class TestConsole:
             self._line("     ", ("Error: " if record.status == "error" else "Reason: ", "bold"), record.error)
         elif record.skip_reason and record.status == "skipped" and record.missing_input is None:
             self._line(f"     Reason: {record.skip_reason}")
+        elif record.status == "inconclusive" and record.fault_reason:
+            self._line("     ", ("Reason: ", "bold"), record.fault_reason)
 
     def _verdict(self, prefix: str, verdict: AssertionRecord) -> None:
         if verdict.passed is None:

@@ -7,7 +7,8 @@ design's shapes, written by `CaseReporter` as each case finishes.
 - dynamic: `turns[]`, `checkpoints[]` (`id, reached_at_turn, passed`), `total_turns` (the later revision).
 
 Each assertion is written as the test wrote it plus `passed` and `reason` (`passed: null` when it was not
-graded: a skipped test's final assertions, an infrastructure error). A record is built from the run's
+graded: a skipped test's final assertions, an infrastructure error); the failed ones are also the design's
+`assertion_errors` (`label: reason`) of the case or the turn. A record is built from the run's
 `RunResult` (the same one result.json holds), the user side's notes and the checkpoint tracker, and the
 console prints from the record, so the two always agree.
 """
@@ -18,7 +19,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer, model_serializer
 
 from tamesu.checks import META_KEYS
 from tamesu.matching import shown
@@ -74,6 +75,13 @@ class ToolCallRecord(BaseModel):
     result: Any = None
 
 
+def whole_ms(value: float) -> int:
+    """A duration as the design's records write it (`"duration_ms": 1800`): whole milliseconds, which a reader
+    decoding into an integer takes (12.0 and 20.555 are refused by Go's int64). result.json keeps the fraction;
+    the console reads the field itself, not this."""
+    return round(value)
+
+
 class TurnRecord(BaseModel):
     turn: int
     input: str
@@ -85,9 +93,15 @@ class TurnRecord(BaseModel):
     awaiting_reason: str | None = None
     input_hint: str | None = None
     assertions: list[AssertionRecord] | None = None
+    assertion_errors: list[str] | None = None
+    """The design's `assertion_errors`: each failed assertion of the turn, `label: reason`."""
     status: Status = "passed"
     error: str | None = None
     duration_ms: float
+
+    @field_serializer("duration_ms")
+    def _whole_ms(self, value: float) -> int:
+        return whole_ms(value)
 
 
 class CheckpointRecord(BaseModel):
@@ -138,6 +152,9 @@ class CaseRecord(BaseModel):
     assertions: list[AssertionRecord] | None = None
     turns: list[TurnRecord] | None = None
     final_assertions: list[AssertionRecord] | None = None
+    assertion_errors: list[str] | None = None
+    """The design's `assertion_errors`: each failed assertion of a standard case, or of a case's
+    `final_assertions` (a turn's are in its own record), `label: reason`."""
     checkpoints: list[CheckpointRecord] | None = None
     missing_input: MissingInputRecord | None = None
     goal_achieved: str | None = None
@@ -148,6 +165,10 @@ class CaseRecord(BaseModel):
     duration_ms: float
     result: str | None = None
     """result.json of the run, relative to the run directory."""
+
+    @field_serializer("duration_ms")
+    def _whole_ms(self, value: float) -> int:
+        return whole_ms(value)
 
     def line(self) -> dict[str, Any]:
         out = self.model_dump(mode="json", exclude_none=True)
@@ -204,6 +225,10 @@ def _not_graded(status: str, end_reason: str) -> str:
         "not evaluated: the conversation failed first" if end_reason in FAILED_ENDS else "not evaluated"
 
 
+def _errors(verdicts: list[AssertionRecord] | None) -> list[str] | None:
+    return [f"{v.label}: {v.reason}" for v in verdicts or [] if v.passed is False] or None
+
+
 def _tools(calls: list[Any]) -> list[ToolCallRecord] | None:
     return [ToolCallRecord(name=c.name, args=c.args, result=c.result) for c in calls] or None
 
@@ -225,11 +250,13 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
         record.response = agent.text if agent else None
         record.tool_calls = _tools(agent.tool_calls) if agent else None
         record.assertions = _verdicts(parsed.final, finals, result.status, result.end_reason)
+        record.assertion_errors = _errors(record.assertions)
         return record
     record.turns = [_turn(t, parsed, graded, result, user) for t in result.turns]
     record.total_turns = len(result.turns)
     record.final_assertions = _verdicts(parsed.final, finals, result.status, result.end_reason) \
         if parsed.final else None
+    record.assertion_errors = _errors(record.final_assertions)
     if tracker is not None:
         record.checkpoints = _checkpoints(parsed, tracker, graded, _not_graded(result.status, result.end_reason))
         missing = tracker.missing()
@@ -270,7 +297,8 @@ def _turn(turn: Any, parsed: ParsedCase, graded: list[AssertionResult], result: 
         turn=index, input=turn.user.display() if turn.user else "", output=turn.agent.text,
         input_source=turn.user.source if turn.user else "static", tool_calls=_tools(turn.agent.tool_calls),
         awaiting_input=awaiting.awaiting if awaiting else None, awaiting_reason=awaiting.reason if awaiting else None,
-        input_hint=awaiting.hint if awaiting else None, assertions=verdicts, status=status, error=error,
+        input_hint=awaiting.hint if awaiting else None, assertions=verdicts, assertion_errors=_errors(verdicts),
+        status=status, error=error,
         duration_ms=round(turn.agent.latency_ms, 1),
     )
 
