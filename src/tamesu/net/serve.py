@@ -89,11 +89,34 @@ class QuietServer(uvicorn.Server):
             await self.lifespan.shutdown()
 
 
+def _yielding(app: Any) -> Any:
+    """`app` whose HTTP sends each give the event loop a turn.
+
+    uvicorn's send returns at once while the socket takes the bytes, and silently once the client has gone: a
+    response body that never waits (an endless generator, `while True: yield chunk`) held the loop for good. The
+    client's close was never read, so every write after it was asyncio's `socket.send() raised exception.`
+    (some 267,000 lines in one CI log), and the server could not be stopped. One turn a send lets the close be
+    seen and the server's shutdown cancel the response."""
+
+    async def served(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+
+        async def send_and_yield(message: Any) -> None:
+            await send(message)
+            await asyncio.sleep(0)
+
+        await app(scope, receive, send_and_yield)
+
+    return served
+
+
 def _server(app: Any, grace: int = 2, http: type[asyncio.Protocol] | None = None) -> QuietServer:
     # log_config=None: uvicorn would install its own stderr handlers; its records go where the run says
     # (tamesu.engine.runlog: the run folder's tamesu.log)
-    config = uvicorn.Config(app, log_level="warning", log_config=None, lifespan="off", access_log=False,
-                            timeout_graceful_shutdown=grace, http=http or "auto")
+    config = uvicorn.Config(_yielding(app), log_level="warning", log_config=None, lifespan="off",
+                            access_log=False, timeout_graceful_shutdown=grace, http=http or "auto")
     return QuietServer(config)
 
 
@@ -137,6 +160,10 @@ class LoopServer:
         self._sock.close()
 
 
+_STOP_S = 5.0
+"""How long `ThreadServer.stop` waits for the server's thread: past its shutdown's grace for open requests."""
+
+
 class ThreadServer:
     """An app served from a thread of its own, for tests and demos that are not async."""
 
@@ -165,8 +192,13 @@ class ThreadServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving; a server whose thread does not end within `_STOP_S` is said (RuntimeError), not left
+        running unseen."""
         self._server.exit_now()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=_STOP_S)
+        if self._thread.is_alive():  # its socket is the server's to close as it ends: closed under it, it fails
+            raise RuntimeError(f"the server at {self.url} did not stop within {_STOP_S:g} s (a request it is still "
+                               "answering holds its event loop)")
         self._sock.close()
 
     def __enter__(self) -> ThreadServer:
