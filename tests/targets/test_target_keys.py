@@ -27,6 +27,9 @@ def test_keys_are_the_spec_models_fields() -> None:
     assert targets.foreign_key_owner("rest", "sample_rate") == "pipecat"  # from the pipecat target's spec model
     assert targets.foreign_key_owner("rest", "url") is None  # rest's own
     assert targets.foreign_key_owner("rest", "no_such_key") is None
+    # every type that takes it: naming the first alone sent a reader of a realtime `mode` to grpc
+    assert targets.foreign_key_owner("rest", "mode") == "grpc, livekit, pipecat and realtime"
+    assert targets.foreign_key_owner("realtime", "skill") == "a2a"
 
 
 def test_validate_warns_about_a_key_of_another_type(tmp_path: Path) -> None:

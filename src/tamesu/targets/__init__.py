@@ -112,15 +112,17 @@ def keys_of(kind: str) -> frozenset[str]:
 
 
 def foreign_key_owner(kind: str, key: str) -> str | None:
-    """The other built-in target type a key belongs to, when it is not a key of `kind` itself. Reading
+    """The other built-in target types a key belongs to (`grpc, livekit, pipecat and realtime`), when it is not
+    a key of `kind` itself: every one, since naming the first alone sent a reader of `mode` to grpc. Reading
     another type's keys imports its module, which happens only for a key `kind` does not take; a type whose
     module cannot be imported here (an extra not installed) is passed over."""
     if key in keys_of(kind):
         return None
+    owners = []
     for other in (t for t in plugins.built_in_names("targets") if t != kind):
         try:
             if key in keys_of(other):
-                return other
+                owners.append(other)
         except ImportError:
             continue  # its module needs an extra not installed here (numpy for the phone-like targets)
-    return None
+    return " and ".join(filter(None, [", ".join(owners[:-1]), *owners[-1:]])) or None
