@@ -140,3 +140,16 @@ def test_a_gate_on_a_run_with_nothing_to_cover_fails(tmp_path: Path, tamesu) -> 
     assert gated.stderr.strip() == f"coverage: nothing was offered to cover in {run_dir}: " \
                                    "--fail-under 50% cannot be met"
     assert tamesu(["coverage", "--fail-under", "0"], cwd=tmp_path).returncode == 0
+
+
+def test_one_item_seen_and_none_offered_is_said_in_the_singular() -> None:
+    # before: "1 tools seen (none offered in the records)"
+    from tamesu.report.coverage import CoverageReport, Item, Kind, Section, table_lines
+
+    def said(kind: Kind, names: list[str]) -> str:
+        section = Section(kind=kind, owner="shop", items=[Item(name=n, offered=False, uses=1) for n in names])
+        return table_lines(CoverageReport(run_dir="runs/x", sections=[section]))[0][1]
+
+    assert said("tools", ["lookup"]) == "shop: 1 tool seen (none offered in the records)"
+    assert said("tools", ["lookup", "refund"]) == "shop: 2 tools seen (none offered in the records)"
+    assert said("remote_agents", ["billing"]) == "shop: 1 remote agent seen (none offered in the records)"

@@ -188,7 +188,8 @@ def table_lines(report: CoverageReport) -> list[tuple[str, str]]:
         if section.offered:
             share = f"{section.covered}/{section.offered} {what} exercised ({section.percent:.0f}%)"
         else:
-            share = f"{len(section.items)} {what} seen (none offered in the records)"
+            seen = len(section.items)
+            share = f"{seen} {what if seen != 1 else what[:-1]} seen (none offered in the records)"
         lines.append(("bold", f"{owner}: {share}"))
         for item in section.items:
             mark = "✓" if item.exercised else "✗"
