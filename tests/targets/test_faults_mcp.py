@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from forked import script_command
 
 SERVERS = Path(__file__).resolve().parents[1] / "agents" / "mcp_servers.py"
@@ -266,14 +268,27 @@ def test_a_reply_over_http_under_an_id_no_request_had_is_said_at_once(tmp_path: 
         assert outcome["outcome"] == "error" and outcome["ms"] < 10_000, outcome
 
 
-def test_a_url_that_answers_json_but_no_mcp_is_one_line(tmp_path: Path, tamesu: Any, serve: Any) -> None:
-    # an mcp target pointed at an agent's own JSON endpoint: the start failed with the SDK's message, pydantic's
-    # report of 11 validation errors on 13 lines
+@pytest.mark.parametrize("kind, came_back", [
+    # an agent's own JSON endpoint: the start failed with the SDK's message, pydantic's report of 11 validation
+    # errors on 13 lines, then "cannot be reached" of a server that had answered
+    ("json", "JSON that is no JSON-RPC message"),
+    # a web site, a plain-text health check: "cannot be reached: MCP error -32600: Unexpected content type:
+    # text/html; charset=utf-8", neither the page nor the url named
+    ("html", "HTTP 200 and a web page titled 'Welcome to nginx!' (text/html)"),
+    ("text", "HTTP 200 and text/plain: 'Hello, world'"),
+])
+def test_a_url_that_is_no_mcp_server_is_one_line(tmp_path: Path, tamesu: Any, serve: Any, kind: str,
+                                                 came_back: str) -> None:
     from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Route
 
-    async def chat(request: Any) -> JSONResponse:
+    async def chat(request: Any) -> Response:
+        if kind == "html":
+            return Response("<!doctype html><html><head><title>Welcome to nginx!</title></head></html>",
+                            media_type="text/html")
+        if kind == "text":
+            return PlainTextResponse("Hello, world")
         return JSONResponse({"reply": "Hello! How can I help?", "done": False})
 
     url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST", "GET"])])).url
@@ -284,6 +299,7 @@ def test_a_url_that_answers_json_but_no_mcp_is_one_line(tmp_path: Path, tamesu: 
     done = tamesu(["run", "--out", "out"], cwd=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     [said] = [line for line in done.stdout.splitlines() if line.lstrip().startswith("!")]
-    assert said.strip() == ("! mcp target shop: the MCP server cannot be reached: MCP error -32700: Failed to parse "
-                            "JSON response: the answer is no JSON-RPC message"), done.stdout
+    assert said.strip() == (f"! mcp target shop: {url}/chat is not an MCP server: it answered the session's start "
+                            f"(initialize) with {came_back}: does url name the MCP server's streamable HTTP "
+                            "endpoint (often /mcp)?"), done.stdout
     assert "validation error" not in done.stdout and "Field required" not in done.stdout, done.stdout

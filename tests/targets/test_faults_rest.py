@@ -129,11 +129,16 @@ async def _turn_error(tmp_path: Path, spec: dict[str, Any]) -> TurnError:
     return caught.value
 
 
-async def test_a_web_page_for_an_answer_fails_the_turn_naming_the_page(tmp_path: Path, faulty: str) -> None:
-    error = await _turn_error(tmp_path, {"url": f"{faulty}/sign-in"})
-    assert str(error).startswith("the agent answered HTTP 200 with a web page, titled 'Sign in \u2013 Acme SSO', "
-                                 "not a reply: is url the agent's API"), str(error)
-    assert error.status == 200
+async def test_a_web_page_for_an_answer_is_where_tamesu_was_sent_naming_the_page(tmp_path: Path,
+                                                                                  faulty: str) -> None:
+    # no agent answered (a sign-in page, the site instead of its API): an infrastructure error naming the url and
+    # the page (exit 3), as a 404 is; it was the agent's failed turn (exit 1)
+    async with opened({"url": f"{faulty}/sign-in"}, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError) as caught:
+            await target.send(UserTurn(text="hi"))
+    assert str(caught.value).startswith(f"{faulty}/sign-in answered HTTP 200 with a web page, titled 'Sign in "
+                                        "\u2013 Acme SSO', not an agent's reply: is url the agent's API"), \
+        str(caught.value)
     # an agent whose reply is marked up (a fragment, not a page) is still the agent's words
     async with opened({"url": f"{faulty}/html-reply"}, make_session(tmp_path)) as target:
         turn = await target.send(UserTurn(text="hi"))

@@ -30,6 +30,7 @@ from tamesu.net.bounded import Record, bounded_transport
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport
 from tamesu.net.tls import TlsSpec
 from tamesu.runtime.children import owner_env
+from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.mcp._reply_ids import OnStray, StrayReplyTransport
 from tamesu.targets.mcp.errlog import MaskedLog
 from tamesu.targets.mcp.stdio import bounded_stdio
@@ -142,6 +143,8 @@ def http_client(headers: dict[str, str], connect_timeout: float, errors: list[st
     async def seen(response: httpx2.Response) -> None:
         if errors is not None and response.status_code >= 400:
             errors.append(f"HTTP {response.status_code} {response.reason_phrase}".strip())
+        elif errors is not None and (said := await _no_mcp_answer(response)) is not None:
+            errors.append(said)
 
     async def stamp(request: httpx2.Request) -> None:
         # the SDK posts from a task of its own, so the turn is read from the session, not from a contextvar
@@ -286,9 +289,29 @@ def is_unreached(exc: BaseException) -> bool:
     return isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout | ConnectionRefusedError)
 
 
+NO_MCP = "HTTP 2"
+"""How an answer of no MCP kind begins in the errors `http_client` keeps (`_no_mcp_answer`)."""
+
+
+async def _no_mcp_answer(response: httpx2.Response) -> str | None:
+    """A 2xx answer to a POST that is neither JSON nor an event stream (a web page, plain text), said as what it is:
+    a server that is no MCP server (the SDK said only "Unexpected content type")."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if not 200 <= response.status_code < 300 or response.request.method != "POST" or not kind or \
+            "json" in kind or kind == "text/event-stream":
+        return None
+    text = (await response.aread()).decode("utf-8", "replace")  # bounded beneath, by max_response_bytes
+    if is_web_page(text):
+        title = page_title(text)
+        return f"HTTP {response.status_code} and a web page{f' titled {title!r}' if title else ''} ({kind})"
+    shown = " ".join(text.split())
+    return f"HTTP {response.status_code} and {kind}: {shown[:60] + ('...' if len(shown) > 60 else '')!r}"
+
+
 def http_statuses(errors: list[str]) -> str:
     """` (HTTP 405 Method Not Allowed)`, the error statuses the server answered the session's start with, and what
     a 405 most often means; "" when there were none."""
+    errors = [error for error in errors if not error.startswith(NO_MCP)]
     if not errors:
         return ""
     said = "; ".join(dict.fromkeys(errors))

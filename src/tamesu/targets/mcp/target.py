@@ -110,6 +110,8 @@ class McpTarget(ModelTarget):
         """A server tool's name -> the name the model is given (the same unless a provider would refuse it)."""
         self._server_names: dict[str, str] = {}
         self._http_errors: list[str] = []
+        self._url_said = ""
+        """The server's url as the lines say it (masked)."""
         """The error statuses the server answered, for messages (the SDK does not say them)."""
         self._too_large: str | None = None
         """Why the transport refused an answer (past max_response_bytes): the SDK then ends the session."""
@@ -194,6 +196,7 @@ class McpTarget(ModelTarget):
         if config["command"] is not None:
             await self._start_process(session, config)
 
+        self._url_said = session.redactor.text(config["url"])
         rate_limit = RateLimit(self.spec.rate_limit_retries, connect.backoff,
                                said_as_events(session.event, session.redactor.text))
 
@@ -215,7 +218,7 @@ class McpTarget(ModelTarget):
         raise AssertionError("unreachable: the last attempt raises")  # pragma: no cover
 
     async def _start(self, connection: McpConnection, timeout: float, failed: str, retry: bool = False) -> ServerInfo:
-        from tamesu.targets.mcp.connection import describe, http_statuses, is_unreached
+        from tamesu.targets.mcp.connection import NO_MCP, describe, http_statuses, is_unreached
 
         try:
             return await connection.start(timeout)
@@ -226,6 +229,13 @@ class McpTarget(ModelTarget):
             if self._too_large is not None:  # the session ended because an answer (a listing) was refused
                 raise InfraError(f"{self._what}: the MCP server {failed}: its answer was refused: {self._too_large} "
                                  "(raise the target's max_response_bytes to read it)") from None
+            unlike = [e for e in self._http_errors if e.startswith(NO_MCP)]
+            if unlike or "the answer is no JSON-RPC message" in describe(exc):
+                # reached, and answered: a web site or another API, not an MCP server (nothing to retry)
+                said = unlike[0] if unlike else "JSON that is no JSON-RPC message"
+                raise InfraError(f"{self._what}: {self._url_said} is not an MCP server: it answered the session's "
+                                 f"start (initialize) with {said}: does url name the MCP server's streamable HTTP "
+                                 "endpoint (often /mcp)?") from None
             # The SDK reports a refused request without its status; the HTTP client saw it.
             status = http_statuses(self._http_errors)
             failed = "did not answer" if isinstance(exc, TimeoutError) and failed == "cannot be reached" else failed

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, TemplateError
 from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.rest.http import Answer, excerpt
@@ -139,16 +139,23 @@ class TurnReader:
 
     def fail_on_web_page(self, answer: Answer) -> None:
         """A whole HTML document is a web page, not an agent's reply: a url that names the site rather than its
-        API, a sign-in page, a proxy's or captive portal's notice. Graded as the agent's words, every check
-        would fail on the agent while the fault is where tamesu was sent."""
+        API, a sign-in page, a proxy's or captive portal's notice. No agent answered: where tamesu was sent is
+        wrong, an infrastructure error (exit 3) as a 404 is (as the a2a and mcp targets say a server that is no
+        endpoint of theirs), never the agent's failed turn nor its words."""
         body = answer.body
         if answer.status >= 400 or not isinstance(body, str) or not is_web_page(body):
             return
         title = page_title(body)
-        named = f", titled '{self._session().redactor.text(title)}'" if title else ""
-        raise TurnError(f"the agent answered HTTP {answer.status} with a web page{named}, not a reply: is url "
-                        "the agent's API (a page behind a sign-in or proxy, or the site itself, answers HTML; "
-                        "a chat on a web page is the browser target's)?", raw=body, status=answer.status)
+        named = f", titled '{title}'" if title else ""
+        session = self._session()
+        try:
+            url = session.context.render_text(self.spec.url)
+        except TemplateError:  # it was rendered to send the request: not met
+            url = self.spec.url
+        raise InfraError(session.redactor.text(
+            f"{url} answered HTTP {answer.status} with a web page{named}, not an agent's reply: is url the agent's "
+            "API (a page behind a sign-in or proxy, or the site itself, answers HTML; a chat on a web page is the "
+            "browser target's)?"))
 
     def fail_on_refusal(self, answer: Answer) -> None:
         """A 401, 403, 404 or 405 with no JSON is the server refusing the request, not an agent's answer: a url
