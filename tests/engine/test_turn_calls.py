@@ -185,11 +185,11 @@ def test_the_stores_rows_hold_json_columns_as_json_text() -> None:
     assert _rows(columns, items) == [(1, '{"a": [1, "\\u00e9"]}', "x"), (2, None, None), (None, None, None)]
 
 
-OWN_CALLS_PER_TURN = 460
+OWN_CALLS_PER_TURN = 465
 """tamesu's own Python calls in a scripted REST turn (its functions and the builtins they call, bench/turn_calls.py
 at 10 and 30 conversations, 10 at once): 703 before issue 28's eighth pass, 608.5 after it, 575 in its ninth, 561
-in its tenth, 548 in its eleventh, 518 in its thirteenth, about 450 in its fourteenth (each test's part of reading
-the suite: `PLAN_CALLS_PER_TEST`). A count, not a time: it reads the same on a loaded machine (within a call or two:
+in its tenth, 548 in its eleventh, 518 in its thirteenth, 457 in its fourteenth (each test's part of reading the
+suite: `PLAN_CALLS_PER_TEST`). A count, not a time: it reads the same on a loaded machine (within a call or two:
 the results store's writer takes the finished tests in batches as it finds them); the margin is for what a later
 change adds on purpose (raise it then)."""
 
@@ -217,8 +217,8 @@ timeout given as a `Timeout`). An exact count: what tamesu hands the SDK decides
 here."""
 OWN_CALLS_PER_PERSONA_TURN = 640
 """tamesu's own calls in the same persona turn: 662 before the twelfth pass, 680 after it (the headers a model
-call sends, read by tamesu's transport in a few calls where httpx2's `multi_items` made some eighty), about 628 after
-the fourteenth (each test's part of reading the suite)."""
+call sends, read by tamesu's transport in a few calls where httpx2's `multi_items` made some eighty), 633 after the
+fourteenth (each test's part of reading the suite)."""
 
 
 ANTHROPIC_SDK_CALLS_PER_PERSONA_TURN = 1_250
@@ -228,7 +228,7 @@ through `messages.create` (its path merged into the base_url on each call, a typ
 back into JSON: with the standard library's and pydantic's calls beneath, some 900 calls a turn), 1,222 since it
 goes through the SDK's `post` (issue 28's twelfth pass)."""
 ANTHROPIC_OWN_CALLS_PER_PERSONA_TURN = 650
-"""tamesu's own calls in the same turn: 678 through `create`, 691 through `post` (the check, the URL kept), about 637
+"""tamesu's own calls in the same turn: 678 through `create`, 691 through `post` (the check, the URL kept), 639
 after the fourteenth pass (each test's part of reading the suite)."""
 
 
