@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -311,3 +312,26 @@ async def test_the_sdks_own_span_of_a_call_is_the_same_on_both_paths(recorder: t
     assert "grade this" in str(attributes["gen_ai.input.messages"])
     # the span's trace context went with both requests
     assert all(b"traceparent" in dict(seen["headers"]) for seen in server.seen)
+
+
+@pytest.mark.parametrize("plain_create", [True, False])
+async def test_a_call_says_its_timeout_in_seconds_on_either_path(recorder: tuple[Recorder, str], plain_create: bool,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The anthropic SDK 2.17 writes a call's timeout into `x-stainless-timeout` as given: one not given went out as
+    `NOT_GIVEN`, on the post path and through `create` (a model the SDK warns of takes it too)."""
+    from anthropic.resources.messages.messages import DEPRECATED_MODELS
+
+    server, base_url = recorder
+    monkeypatch.setattr(provider_module, "messages_create_is_plain", lambda: plain_create)
+    for model in ("claude-test", sorted(DEPRECATED_MODELS)[0]):
+        provider = AnthropicProvider(model, api_key=KEY, base_url=base_url, timeout=42.5)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # create's own, for the model it warns of
+                await provider.generate(REQUESTS[2])
+        finally:
+            await provider.aclose()
+    assert len(server.seen) == 2
+    for seen in server.seen:
+        headers = {name.decode(): value.decode() for name, value in seen["headers"]}
+        assert headers["x-stainless-timeout"] == "42.5" and headers["x-stainless-read-timeout"] == "42.5", headers

@@ -132,6 +132,18 @@ def messages_url(sdk: Any, model: str) -> str | None:
     return str(base.copy_with(raw_path=base.raw_path + b"v1/messages"))
 
 
+def create_timeout(sdk: Any) -> Any:
+    """The `timeout` a call names: the client's own. The anthropic SDK (2.17) writes a call's timeout into its
+    `x-stainless-timeout` header as it is given, and one not given went out as `NOT_GIVEN` on every call of a client
+    with a timeout of its own; named, it is the seconds the call may take (its read bound), as the header means.
+    Not named for a client at the SDK's default timeout: `create` works out a longer one from `max_tokens` then,
+    and names it."""
+    from anthropic import NOT_GIVEN
+    from anthropic._constants import DEFAULT_TIMEOUT
+
+    return NOT_GIVEN if sdk.timeout == DEFAULT_TIMEOUT else sdk.timeout
+
+
 async def post_message(sdk: Any, url: str, params: dict[str, Any], extra: dict[str, Any] | None,
                        headers: dict[str, str] | None) -> Any:
     """What `sdk.messages.create(**params, extra_body=extra, extra_headers=headers)` sends, through the SDK's `post`
@@ -139,7 +151,8 @@ async def post_message(sdk: Any, url: str, params: dict[str, Any], extra: dict[s
     is not JSON. `params` in the order of `create`'s arguments, which orders the body it sends."""
     defaults = _message_defaults()
     # the headers `create` removes (`omit`: a suite's default of those names is not sent), then the call's own
-    options: dict[str, Any] = {**defaults, "headers": {**defaults["headers"], **(headers or {})}}
+    options: dict[str, Any] = {**defaults, "headers": {**defaults["headers"], **(headers or {})},
+                               "timeout": sdk.timeout}  # `create_timeout`: the client's, named
     if extra is not None:
         options["extra_json"] = extra
     # `post` is told the call returns a `Message`, as `create` tells it (the SDK's own span of the call reads the

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.models import _plain
 from tamesu.models._reasoning import split_reasoning
 from tamesu.models._sdk_http import plain, sdk_http_client, sdk_timeout
-from tamesu.models._sdk_post import messages_create_is_plain, messages_url, post_message
+from tamesu.models._sdk_post import create_timeout, messages_create_is_plain, messages_url, post_message
 from tamesu.models._sdk_provider import SdkProvider
 from tamesu.models.attachments import anthropic_block
 from tamesu.models.base import (
@@ -98,7 +98,8 @@ class AnthropicProvider(SdkProvider):
                 if messages_create_is_plain() and (url := self._post_url(sdk)) is not None:
                     message = await post_message(sdk, url, params, extra, headers)
                 else:
-                    message = plain(await sdk.messages.create(**params, extra_body=extra, extra_headers=headers))
+                    message = plain(await sdk.messages.create(**params, extra_body=extra, extra_headers=headers,
+                                                              timeout=create_timeout(sdk)))
             except Exception as exc:
                 import anthropic  # a failed call's error is the SDK's (made from the answer): read as it always was
 

@@ -27,6 +27,23 @@ except ImportError:  # pragma: no cover - PyYAML is a dependency; without it eve
     yaml = None  # type: ignore[assignment]  # None says PyYAML is missing
 
 _LOADER: Any = getattr(yaml, "CSafeLoader", None) if yaml is not None and yaml.__with_libyaml__ else None
+_DEFAULT_TAGS: dict[object, str] = {} if yaml is None else {
+    yaml.ScalarNode: "tag:yaml.org,2002:str", yaml.SequenceNode: "tag:yaml.org,2002:seq",
+    yaml.MappingNode: "tag:yaml.org,2002:map"}
+_COMPOSER: Any = None
+
+if _LOADER is not None:
+    class _Composer(_LOADER):  # type: ignore[misc]
+        """libyaml's loader, its nodes tagged without PyYAML's YAML 1.1 resolution (a regular expression or more per
+        plain scalar, and calls of its own): `_scalar` resolves a plain scalar as ruamel's YAML 1.2 resolver does and
+        reads no other tag of it; a quoted scalar, a list or a mapping gets the default tag, as PyYAML gives it. A tag
+        written in the file sends the file to ruamel before it is parsed (`_declined`)."""
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+            del value, implicit
+            return _DEFAULT_TAGS[kind]
+
+    _COMPOSER = _Composer
 
 # What ruamel reads otherwise than libyaml or this module would: a tag (`!`), an anchor (`&`) or an alias (`*`)
 # at the start of a token, a merge key, a directive, a tab (libyaml takes `a: b<TAB>c`, ruamel refuses it), and
@@ -80,7 +97,7 @@ def read(text: str, max_values: int) -> tuple[Any, Any] | None:
                                             for found in _BLOCK_HEADER.finditer(text)):
         return None
     try:
-        node = yaml.compose(text, Loader=_LOADER)
+        node = yaml.compose(text, Loader=_COMPOSER)
     except yaml.YAMLError:
         return None  # ruamel says what is wrong, with its own words and position
     if node is None:
