@@ -122,3 +122,26 @@ async def test_a_failed_assertion_is_in_the_records_assertion_errors(expense_age
     assert "assertion_errors" not in second
     assert [e.split(":")[0] for e in lines["turns"]["assertion_errors"]] == ['contains "refund"']
     assert "assertion_errors" not in lines["fine"]
+
+
+async def test_a_case_without_a_name_is_shown_and_recorded_by_its_id_once(expense_agent: ExpenseAgent,
+                                                                          tmp_path: Path) -> None:
+    # `name` is optional in both revisions: a case without one was `[T001] T001` on the console and
+    # `"name": "T001"` in its record, a name nobody wrote
+    folder = project(tmp_path, expense_agent.url)
+    text = "\n".join(json.dumps(case) for case in (
+        {"id": "T001", "input": "Hello", "assertions": [{"type": "contains", "value": "Hi"}]},
+        {"id": "T002", "name": "Greeting", "input": "Hello"},
+        {"id": "T003", "turns": [{"input": "Hello"}]}))
+    outcome, _ = await run_cases(folder, text)
+    lines = [record.line() for record in outcome.records]
+    assert ["name" in line for line in lines] == [False, True, False]
+    assert lines[1]["name"] == "Greeting"
+    said = StringIO()
+    console = TestConsole(Console(file=said, width=200, color_system=None), Redactor())
+    for record in outcome.records:
+        console.case_finished(record)
+    heads = [line for line in said.getvalue().splitlines() if line.startswith(("✓", "►"))]
+    assert [re.sub(r"\(\d+\.\ds\)", "(0.0s)", head) for head in heads] == [
+        "✓ [T001] (0.0s)", "✓ [T002] Greeting (0.0s)", "► [T003] (1 turn)"]
+

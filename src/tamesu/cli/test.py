@@ -285,7 +285,8 @@ def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, opti
         if case.checkpoints:
             shape = _counted(len(case.checkpoints), "checkpoint")
         shown = f"{parsed.doc.label}: {case.id}" if folder else case.id
-        console.print(f"  [{shown}] {case.title}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
+        named = f" {case.name}" if case.name else ""
+        console.print(f"  [{shown}]{named}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
                       markup=False)
     if options["output"]:
         path = Path(options["output"])
