@@ -306,7 +306,7 @@ def test_a_folder_with_no_project_points_at_init(command: str, tamesu: Any, tmp_
 def test_a_message_longer_than_a_file_name_is_a_message(tamesu: Any, tmp_path: Path) -> None:
     done = tamesu(["test", "-i", "hello " * 100, "-n", "http://127.0.0.1:9/chat", "--dry-run"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "[message] message: standard, 1 message(s)" in done.stdout
+    assert "[message]: standard, 1 message(s)" in done.stdout
 
 
 def test_scripts_refer_only_to_the_projects_own_modules(tamesu: Any, tmp_path: Path) -> None:

@@ -362,9 +362,9 @@ def test_dry_run_counts_one_turn_and_one_checkpoint_in_the_singular(tmp_path: Pa
     (tmp_path / "tamesu.yaml").write_text("models:\n  simulator: { provider: fake, rules: [] }\n")
     done = run_test(["-i", str(cases), "-n", "http://127.0.0.1:9", "--dry-run"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-3:] == ["  [a] a: multi_turn, 1 turn, 0 assertion(s)",
-                                             "  [b] b: multi_turn, 2 turns, 0 assertion(s)",
-                                             "  [c] c: dynamic, 1 checkpoint, 0 assertion(s)"]
+    assert done.stdout.splitlines()[-3:] == ["  [a]: multi_turn, 1 turn, 0 assertion(s)",
+                                             "  [b]: multi_turn, 2 turns, 0 assertion(s)",
+                                             "  [c]: dynamic, 1 checkpoint, 0 assertion(s)"]
 
 
 def test_assert_and_assertions_both_written_are_one_key_written_twice(tmp_path: Path) -> None:

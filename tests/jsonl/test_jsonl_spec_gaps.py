@@ -122,3 +122,47 @@ async def test_a_failed_assertion_is_in_the_records_assertion_errors(expense_age
     assert "assertion_errors" not in second
     assert [e.split(":")[0] for e in lines["turns"]["assertion_errors"]] == ['contains "refund"']
     assert "assertion_errors" not in lines["fine"]
+
+
+async def test_a_case_without_a_name_is_shown_and_recorded_by_its_id_once(expense_agent: ExpenseAgent,
+                                                                          tmp_path: Path) -> None:
+    # `name` is optional in both revisions: a case without one was `[T001] T001` on the console and
+    # `"name": "T001"` in its record, a name nobody wrote
+    folder = project(tmp_path, expense_agent.url)
+    text = "\n".join(json.dumps(case) for case in (
+        {"id": "T001", "input": "Hello", "assertions": [{"type": "contains", "value": "Hi"}]},
+        {"id": "T002", "name": "Greeting", "input": "Hello"},
+        {"id": "T003", "turns": [{"input": "Hello"}]}))
+    outcome, _ = await run_cases(folder, text)
+    lines = [record.line() for record in outcome.records]
+    assert ["name" in line for line in lines] == [False, True, False]
+    assert lines[1]["name"] == "Greeting"
+    said = StringIO()
+    console = TestConsole(Console(file=said, width=200, color_system=None), Redactor())
+    for record in outcome.records:
+        console.case_finished(record)
+    heads = [line for line in said.getvalue().splitlines() if line.startswith(("✓", "►"))]
+    assert [re.sub(r"\(\d+\.\ds\)", "(0.0s)", head) for head in heads] == [
+        "✓ [T001] (0.0s)", "✓ [T002] Greeting (0.0s)", "► [T003] (1 turn)"]
+
+
+def test_dash_reads_the_test_cases_from_stdin(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    # the earlier revision's input sources: a file, a message, a generator, stdin; `-i -` was the message "-",
+    # sent to the agent as what a user said
+    cases = "\n".join(json.dumps(case) for case in (
+        {"id": "hello", "input": "Hello", "assertions": [{"type": "contains", "value": "Hi"}]},
+        {"id": "policy", "input": "What is the expense policy?",
+         "assertions": [{"type": "tool_called", "name": "get_policy"}]})) + "\n"
+    out = tmp_path / "records.jsonl"
+    done = run_test(["-i", "-", "-n", "expense", "-o", str(out), "--out", str(tmp_path)], env=expense_agent.env,
+                    stdin=cases)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ℹ Input: stdin (2 test cases)" in done.stdout
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["hello", "policy"]
+    bad = run_test(["-i", "-", "-n", "expense", "--out", str(tmp_path)], env=expense_agent.env,
+                   stdin='{"id": "x", "input": "Hi"}\n{"id": "y"}\n')
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[0].startswith("stdin:2:1: ")
+    both = run_test(["-i", "-", "-n", "expense", "--interactive"], env=expense_agent.env, stdin=cases)
+    assert both.returncode == 2
+    assert "-i - reads the test cases from stdin, where --interactive would ask a person" in both.stderr

@@ -61,8 +61,8 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> float
 
 @click.command("test", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-i", "--input", "source", required=True, metavar="INPUT",
-              help="A JSONL file, a message, agents:MODEL?count=N&focus=..&complexity=.., or "
-                   "scripts:MODULE:FUNC?k=v.")
+              help="A JSONL file or folder, - (JSONL on stdin), a message, "
+                   "agents:MODEL?count=N&focus=..&complexity=.., or scripts:MODULE:FUNC?k=v.")
 @click.option("-n", "--name", "target", metavar="TARGET",
               help="The agent under test: a target of tamesu.yaml, or a URL: http(s):// (an A2A card there makes it "
                    "A2A, else rest) or grpc(s):// (tamesu's turn API).")
@@ -123,7 +123,10 @@ async def _main(**options: Any) -> int:
     if project.doc is not None:
         secrets.mask_named(project.doc.data)
     mask_logging(secrets.redactor)  # a library's log line must not show a secret either
-    if source.kind != "file" and options["target"] is None:
+    if source.kind == "stdin" and options["interactive"]:
+        _usage("-i - reads the test cases from stdin, where --interactive would ask a person: give the cases "
+               "as a file to answer the agent yourself")
+    if source.kind not in ("file", "stdin") and options["target"] is None:
         _usage("-n is needed with a message or generated test cases: name the agent to test")
     from tamesu.cli._outputs import check_outputs
     from tamesu.cli.shared import report_requests
@@ -196,13 +199,18 @@ async def _parsed(source: InputSource, project: Project, resolved: ResolvedTarge
                   options: dict[str, Any], resolver: Resolver, settings: ParseSettings,
                   base_dir: Path) -> tuple[list[ParsedCase], str, Path]:
     from tamesu.checks.functions import load_function
-    from tamesu.jsonl import generator, parser
+    from tamesu.jsonl import generator, parser, sources
 
     if source.kind == "file":
         label = file_label(Path(source.value))
         return parser.parse_file(Path(source.value), label, settings), label, base_dir
     if source.kind == "folder":
         return _folder_cases(Path(source.value), settings), file_label(Path(source.value)), base_dir
+    if source.kind == "stdin":
+        cases = parser.parse_text(sources.read_stdin(), "stdin", base_dir, settings)
+        if not cases:
+            raise ConfigError([Problem("stdin", 1, 1, "", "no test cases on stdin")])
+        return cases, "stdin", base_dir
     if source.kind == "message":
         return parser.parse_objects([{"id": "message", "input": source.value}], "message", base_dir,
                                     settings), "message", base_dir
@@ -285,7 +293,8 @@ def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, opti
         if case.checkpoints:
             shape = _counted(len(case.checkpoints), "checkpoint")
         shown = f"{parsed.doc.label}: {case.id}" if folder else case.id
-        console.print(f"  [{shown}] {case.title}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
+        named = f" {case.name}" if case.name else ""
+        console.print(f"  [{shown}]{named}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
                       markup=False)
     if options["output"]:
         path = Path(options["output"])

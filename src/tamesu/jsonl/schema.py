@@ -198,10 +198,6 @@ class TestCase(CaseRepeats):
             return "multi_turn"
         return "standard"
 
-    @property
-    def title(self) -> str:
-        return self.name or self.id
-
     def turn_limit(self) -> int:
         """`max_turns`, else the simulator's setting (the earlier revision's), else 20 or the turns written."""
         if self.max_turns is not None:

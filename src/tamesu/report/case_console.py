@@ -147,7 +147,7 @@ class TestConsole:
 
     def _standard(self, record: CaseRecord) -> None:
         mark, style = _MARK[record.status]
-        self._line((mark, style), f" [{_shown_id(record)}] {record.name} ({_seconds(record.duration_ms)})")
+        self._line((mark, style), f" [{_shown_id(record)}]{_named(record)} ({_seconds(record.duration_ms)})")
         if record.status == "skipped":
             self._line("  ", ("SKIPPED", "yellow"), f": {record.skip_reason or record.error or 'not run'}")
             return
@@ -175,7 +175,7 @@ class TestConsole:
         turns = record.turns or []
         about = f"simulator: {record.simulator}" if _simulator_led(record) else \
             f"{len(turns)} turn{'s' if len(turns) != 1 else ''}"
-        self._line(("► ", "bold"), f"[{_shown_id(record)}] {record.name} ({about})")
+        self._line(("► ", "bold"), f"[{_shown_id(record)}]{_named(record)} ({about})")
         for turn in turns:
             self._turn(record, turn)
         if record.missing_input is not None:
@@ -273,6 +273,11 @@ def _simulator_led(record: CaseRecord) -> bool:
     back on)."""
     written = sum(1 for turn in record.turns or [] if turn.input_source == "static")
     return record.simulator is not None and written <= 1
+
+
+def _named(record: CaseRecord) -> str:
+    # a case without a name is its id alone: `[T001] T001` said the id twice
+    return f" {record.name}" if record.name else ""
 
 
 def _shown_id(record: CaseRecord) -> str:

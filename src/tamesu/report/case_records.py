@@ -127,7 +127,8 @@ class CaseRecord(BaseModel):
     id: str
     file: str | None = None
     """`tamesu test -i FOLDER`: the JSONL file the case came from (an id is unique in its file only)."""
-    name: str
+    name: str | None = None
+    """The case's `name`, when it has one (the design's records carry the name written, never the id again)."""
     mode: Mode
     status: Status
     error: str | None = None
@@ -240,7 +241,7 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
     conversation = next((a.reason for a in result.assertions if a.name == "conversation" and not a.passed), None)
     finals = [a for a in graded if a.on_turn is None and not a.name.startswith("checkpoint ")]
     record = CaseRecord(
-        id=case.id, name=case.title, mode=case.mode, status=result.status, skip_reason=result.skip_reason,
+        id=case.id, name=case.name, mode=case.mode, status=result.status, skip_reason=result.skip_reason,
         error=result.error or conversation, end_reason=result.end_reason, duration_ms=result.duration_ms,
         result=result_path, simulator=parsed.simulator.shown if parsed.simulator else None,
     )
@@ -385,7 +386,7 @@ class CaseReporter:
         if not runs:  # never started: after fail-fast or the budget, or a before_all hook failed
             why = (result.runs[0].error if result.runs else None) or result.skip_reason or "not run"
             error = result.status == "error"
-            return CaseRecord(id=parsed.id, name=parsed.case.title, mode=parsed.case.mode, status=result.status,
+            return CaseRecord(id=parsed.id, name=parsed.case.name, mode=parsed.case.mode, status=result.status,
                               error=why if error else None, skip_reason=None if error else why, duration_ms=0.0)
         # a case that did not pass shows a run that did not either: run 1's passing details under a failed
         # verdict hid why

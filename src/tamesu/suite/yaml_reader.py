@@ -358,6 +358,12 @@ def read_bounded(path: Path, shown: str, *, limit: int = MAX_FILE_BYTES) -> str:
         raise ConfigError([Problem(shown, 1, 1, "", f"cannot read the file: {exc.strerror or exc}")]) from None
     if len(data) > limit:
         raise ConfigError([Problem(shown, 1, 1, "", f"the file is larger than {limit:,} bytes")])
+    return decode_text(data, shown)
+
+
+def decode_text(data: bytes, shown: str) -> str:
+    """Bytes read as a file is (`read_bounded`, or `tamesu test -i -`'s stdin): UTF-8 without NUL bytes, a
+    byte-order mark dropped. Raises ConfigError naming where."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
