@@ -67,26 +67,22 @@ clock tests on the reference Realtime agent (`test_voice_clock.py`, `_gaps`, `_s
 lane."""
 
 
-GROUP_ORDER = ("audio", "audio-lines", "audio-sip", "audio-bot", "audio-clock", "browser", "db")
+GROUP_ORDER = ("audio", "browser", "audio-sip", "audio-lines", "audio-bot", "audio-clock", "db")
 """Under `--dist loadgroup` the groups are handed out in this order, the longest first, and every ungrouped test
-after them. Seconds of tests in a fresh-clone run at -n 4: bot 362, audio 328, sip 216, lines 207, clock 137,
-browser 118, db 26. Since then the bot loads its models once instead of per call and the pipecat bot's clock test
-moved to the lines lane, which shares one clock bot: the bot and lines lanes measured together at -n 2 beside
-other runs (LANES=audio-bot,audio-lines, load 4-9) went from bot 474 + lines 312 s to bot 216 + lines 353 s, so
-the audio lane leads, lines and sip follow, and the bot and clock lanes go to the first workers free; every
-ungrouped test after them (`LONG_FIRST`'s modules first). The CI run of fcd76dc at -n 3 (11 min 17 s): audio 336,
-lines 295, sip 200, bot 196, clock 167, browser 122, db 28 s, ungrouped 456 s in tests over 0.5 s. xdist gives a
-worker its next unit when two of its tests are left, so each long lane takes the next one early (there: sip and
-bot on one worker, lines and clock on another, audio and browser on the third) and the one-test units of the
-ungrouped tests fill the rest: replayed on those durations, every order of the lanes that starts the long ones
-first ends the three workers within 10 s of each other. The run lasts its total over three; no order shortens it.
-The bot lane's setups of 53, 52 and 37 s are whole suite runs against the one shared bot (its start and warm-up
-call: 5.6 s), not the bot's start. xdist hands its work units out in the order it
-collected them (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a
-lane of few, long tests (the clock lanes) then started only when another worker ran dry, and ended the run
-minutes after everything else. A lane worker is now handed its next unit only when its last test is left
-(tests/lane_scheduling.py): the lines lane, whose last two tests are its longest, took the clock lane some 420 s
-(at load 25) before it could start it."""
+after them (`LONG_FIRST`'s modules first). A lane worker takes the next group once its last test is left
+(tests/lane_scheduling.py), so a long group handed out late ends the run: the browser group, sixth of seven here
+while it grew to the second longest (session 31 added test_browser_late's pages and widget tests), started when the
+first lane worker came free, some 400 s in, and the CI runs of that session lasted 11 min 35 s to 12 min 13 s of
+tests. The groups' seconds of tests in the CI run of 2026-12-07 (the slowest 30 tests, and the other tests of each lane
+reckoned from session 30's slowest 60): audio ~400, browser ~300, sip ~270, lines ~200, bot ~200, clock ~150, db
+~26. Replayed on the three lane workers, the old order (audio, lines, sip, bot, clock, browser, db) ends its lanes
+at ~700 s, the CI run's 695 s; this one at ~550 s (audio, then clock on the first; browser, then bot; sip, then
+lines and db), and no order of the seven ends them sooner: the lanes' total over the three workers (~515 s) is what
+is left to cut. A run of this order beside other sessions (load 30-50, its times worth nothing) handed out browser,
+sip and audio to the three lane workers at its start. xdist hands its work units out in the order it collected them
+(`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a lane of few, long
+tests (the clock lanes) then started only when another worker ran dry. The bot lane's long setups are whole suite
+runs against the one shared bot (its start and warm-up call: 5.6 s), not the bot's start."""
 
 
 def _group(item: pytest.Item) -> str | None:
