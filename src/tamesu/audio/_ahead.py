@@ -4,10 +4,20 @@ talks over the answer starts when its behaviour drew, not once its words are mad
 from __future__ import annotations
 
 import asyncio
+import re
+import time
+
+import numpy as np
 
 from tamesu.audio import tts
 from tamesu.audio.clip import Clip
 from tamesu.audio.voices import Voice
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+HEADROOM = 0.8
+"""The rest of a line is said after its first sentence when its synthesis, timed by the first's, should be done
+within this share of the first sentence's length: else there would be a pause inside the line, which an agent that
+detects the end of speech itself takes for the end of the turn."""
 
 
 class Ahead:
@@ -44,3 +54,22 @@ class Ahead:
         if self._next is not None:
             self._next[1].cancel()
             self._next = None
+
+
+async def first_sentence(text: str, voice_name: str | None, speaking_rate: float
+                         ) -> tuple[Clip, Voice, asyncio.Task[tuple[Clip, Voice]] | None]:
+    """`text` made only as it is to be said (a model's line talking over a reply): its first sentence, and the rest
+    being synthesised while that is said, when the rest will be ready in time (HEADROOM); else the whole line."""
+    first, *others = SENTENCE_END.split(text.strip(), maxsplit=1)
+    began = time.monotonic()
+    clip, voice = await tts.say(first if others else text, voice_name, speaking_rate)
+    if not others:
+        return clip, voice, None
+    rest = others[0]
+    took = time.monotonic() - began
+    task = asyncio.ensure_future(tts.say(rest, voice_name, speaking_rate))
+    task.add_done_callback(lambda done: done.cancelled() or done.exception())
+    if took * len(rest) / len(first) <= HEADROOM * clip.duration_ms / 1000:
+        return clip, voice, task
+    after, _voice = await task
+    return Clip(np.concatenate([clip.samples, after.at(clip.rate).samples]), clip.rate), voice, None

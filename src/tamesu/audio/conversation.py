@@ -69,6 +69,7 @@ class AudioConversation:
         self._late: tuple[float, bool] | None = None
         """How late the current turn's barge-in started (ms), and whether its words were synthesised ahead."""
         self._ready = False  # the line being said was synthesised ahead, and ready when it came due
+        self._in_parts = False  # the line being said started with its first sentence, the rest made meanwhile
         self._hearing = Hearing(session)
         self._listening_only = False
         self.hear_live = False
@@ -99,30 +100,51 @@ class AudioConversation:
         # the speech is synthesised meanwhile, so the pause is the persona's and not the TTS's
         silence = self.behaviour.silence_ms() if pause else 0.0
         ready_at = (max(self.session.now_ms(), self.playback.cursor_ms) if pause else self.session.now_ms()) + silence
-        clip, voice, ready = await self._synthesised(text)
-        self._ready = ready
+        clip, voice, ready, rest = await self._synthesised(text, barging=not pause)
+        self._ready, self._in_parts = ready, rest is not None
         self._synthesise_ahead()
         turn.voice = voice.name
         seed = self.behaviour.noise_seed() if self.behaviour.noise is not None else 0
         # gain, noise and the wire encoding take tens to hundreds of ms of numpy for a sentence: off the event
         # loop, where they would hold back every other conversation's frames
-        recorded, wire = await asyncio.to_thread(self._prepared, clip, seed)
-        wait_ms = ready_at - self.session.now_ms()
-        if wait_ms > 0:
-            await asyncio.sleep(wait_ms / 1000)
-        turn.user_from_ms = self.session.now_ms()
-        self.recorder.user(recorded, turn.user_from_ms)
-        await self.pacer.stream(wire, send_frame)
+        recorded, wire = await asyncio.to_thread(self._prepared, clip, seed, rest is None)
+        after = asyncio.ensure_future(self._rest_prepared(rest, seed + 1)) if rest is not None else None
+        try:
+            wait_ms = ready_at - self.session.now_ms()
+            if wait_ms > 0:
+                await asyncio.sleep(wait_ms / 1000)
+            turn.user_from_ms = self.session.now_ms()
+            self.recorder.user(recorded, turn.user_from_ms)
+            await self.pacer.stream(wire, send_frame)
+            if after is not None:  # the rest of the line goes on from the first sentence's last frame
+                recorded, rest_wire = await after
+                wait_ms = turn.user_from_ms + len(wire) * self.pacer.frame_ms - self.session.now_ms()
+                if wait_ms > 0:
+                    await asyncio.sleep(wait_ms / 1000)
+                self.recorder.user(recorded, self.session.now_ms())
+                await self.pacer.stream(rest_wire, send_frame)
+        finally:
+            if after is not None:
+                after.cancel()
         turn.user_to_ms = self.session.now_ms()
         return turn
 
-    async def _synthesised(self, text: str) -> tuple[Clip, Voice, bool]:
-        """`text` spoken by the persona's voice; whether it was synthesised ahead (and done by now)."""
+    async def _rest_prepared(self, rest: asyncio.Task[tuple[Clip, Voice]], seed: int) -> tuple[Clip, list[bytes]]:
+        clip, _voice = await rest
+        return await asyncio.to_thread(self._prepared, clip, seed, True)
+
+    async def _synthesised(self, text: str, *, barging: bool
+                           ) -> tuple[Clip, Voice, bool, asyncio.Task[tuple[Clip, Voice]] | None]:
+        """`text` spoken by the persona's voice; whether it was synthesised ahead (and done by now); the rest of
+        the line still being synthesised, when a barge-in's words, made only now, start with their first sentence."""
         ahead = await self._ahead.take(text)
         if ahead is not None:
-            return ahead
+            return (*ahead, None)
+        if barging:
+            clip, voice, rest = await _ahead.first_sentence(text, self.voice_name, self.behaviour.speaking_rate)
+            return clip, voice, False, rest
         clip, voice = await tts.say(text, self.voice_name, self.behaviour.speaking_rate)
-        return clip, voice, False
+        return clip, voice, False, None
 
     def _synthesise_ahead(self) -> None:
         """Start synthesising the user side's next words while this line is said and answered, when the persona
@@ -133,14 +155,15 @@ class AudioConversation:
             return
         self._ahead.start(self.behaviour.planned_words(words))
 
-    def _prepared(self, clip: Clip, seed: int) -> tuple[Clip, list[bytes]]:
+    def _prepared(self, clip: Clip, seed: int, last: bool = True) -> tuple[Clip, list[bytes]]:
         """The utterance as the line carries it: louder or quieter, the noise under it, decoded from the wire
         (what is recorded) at the recording's rate, and in wire frames. The synthesis's inaudible tail is left
         off: the utterance (and `user_to_ms`, where time to first audio and the silence after it start) ends
         with its last audible sample, where an agent on a G.711 line hears it end (Piper's last 90-130 ms are
-        under -60 dBFS, which mu-law and A-law carry as their silence)."""
+        under -60 dBFS, which mu-law and A-law carry as their silence). Not `last`: a first sentence said before the
+        rest, whose quiet tail is the pause between the two."""
         audible = np.flatnonzero(np.abs(clip.samples.astype(np.int32)) > INAUDIBLE)
-        if audible.size:
+        if audible.size and last:
             clip = Clip(clip.samples[:audible[-1] + 1], clip.rate)
         clip = noise.gained(clip, self.behaviour.volume_db)
         self._speech_rms = noise.speech_rms(clip) or self._speech_rms
@@ -328,8 +351,11 @@ class AudioConversation:
             why = ("its words had been synthesised ahead" if self._ready else
                    "its words were synthesised only then (a model's line, a hesitation drawn, or their synthesis "
                    "was still going on)")
+            if self._in_parts:
+                why += ", its first sentence said as the rest was made"
+            data = {"in_parts": True} if self._in_parts else {}
             self.session.event("barge_in_late", late_ms=round(late, 1), due_at_ms=round(due, 1),
-                               at_ms=round(now, 1), words_ready=self._ready,
+                               at_ms=round(now, 1), words_ready=self._ready, **data,
                                note=f"the persona talked over the reply {late:.0f} ms after its behaviour drew: {why}")
 
     def played_ms(self) -> int:
