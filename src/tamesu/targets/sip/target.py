@@ -36,9 +36,11 @@ from typing import TYPE_CHECKING
 from tamesu.conversation import AgentTurn, Session, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
+from tamesu.targets.audio.heard import take_what_was_heard
 from tamesu.targets.audio.listen import listen
 from tamesu.targets.base import Target
 from tamesu.targets.sip._trigger import run_trigger
+from tamesu.targets.sip._words import words_of
 from tamesu.targets.sip.spec import SipSpec
 from tamesu.targets.ws_open import Line, stop_line
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
@@ -91,6 +93,7 @@ class SipTarget(Target[SipSpec]):
         self._reached = False
         """The agent called (inbound) and hung up before the answer."""
         self._metrics: dict[str, float] = {}
+        self._after_call: list[AgentTurn] = []  # replies nothing read during the call: transcribed after it
         self._speech_seen = False
         self._line: Line | None = None
         """The persona's noise between its utterances, while it is silent (only with `between` noise)."""
@@ -372,13 +375,10 @@ class SipTarget(Target[SipSpec]):
         if (first and heard.spoke_at is not None and self._answered is not None
                 and "greeting_ms" not in self._metrics):
             self._metrics["greeting_ms"] = self._greeting_ms(heard.spoke_at)
-        from tamesu.audio.clip import Clip  # numpy: not at the top, so `schema`/`init` read the spec without it
-        from tamesu.audio.level import pcm16
-
         # a `wait_for` (listening on for `limit`, or a first one for the greeting) ends with its transcription
         wait = session.greeting_wait_s if first else limit
-        words = await voice.transcribe_by(Clip(pcm16(heard.pcm), 8000), self.to_ms(heard.spoke_at or time.monotonic()),
-                                          None if wait is None else started + wait)
+        words = await words_of(voice, session, turn, heard.pcm, self.to_ms(heard.spoke_at or time.monotonic()),
+                               None if wait is None else started + wait, self._after_call)
         turn.text = words or ""
         turn.raw = [{"speech_ms": round(len(heard.pcm) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
@@ -489,6 +489,7 @@ class SipTarget(Target[SipSpec]):
                 if self._voice is not None:
                     with contextlib.suppress(Exception):
                         await self._require_voice().finish()
+                    take_what_was_heard(self._after_call)
         finally:
             await phone.close()  # every line of its log has come once it has exited
             if session is not None:

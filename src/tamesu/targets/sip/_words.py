@@ -1,0 +1,26 @@
+"""The words of what one listening on a SIP call heard (its own module to keep the target's small): transcribed now
+when something reads them during the call, within a `wait_for`'s time; else once the call is over, with the rest,
+not against the CPU of an agent that shares the machine."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tamesu.conversation import AgentTurn, Session
+
+if TYPE_CHECKING:
+    from tamesu.audio.conversation import AudioConversation
+
+
+async def words_of(voice: AudioConversation, session: Session, turn: AgentTurn, pcm: bytes, offset_ms: float,
+                   until: float | None, after_call: list[AgentTurn]) -> str | None:
+    """`pcm` (8 kHz, from `offset_ms` on the session's clock) transcribed by `until` (`transcribe_by`: None when it
+    was cut); None too when nothing reads `turn`'s words during the call (`Session.reads_reply`): `turn` is then
+    in `after_call`, its text to be what was heard once the call is transcribed (`take_what_was_heard`)."""
+    if session.reads_reply is not None and not session.reads_reply():
+        after_call.append(turn)
+        return None
+    from tamesu.audio.clip import Clip  # numpy: not at the top, so `schema`/`init` read the spec without it
+    from tamesu.audio.level import pcm16
+
+    return await voice.transcribe_by(Clip(pcm16(pcm), 8000), offset_ms, until)
