@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tamesu.plugins import register
 from tamesu.report.load import LoadedRun, shown_path
-from tamesu.report.words import echoed_failure, not_evaluated
+from tamesu.report.words import echoed_failure, failure_reason, not_evaluated
 from tamesu.results.records import TestResult
 
 # XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
@@ -81,17 +81,7 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
 
 
 def first_reason(result: TestResult) -> str:
-    if result.reason:
-        return result.reason
-    for summary in result.runs:
-        if summary.status == "inconclusive" and summary.fault_reason:
-            return summary.fault_reason
-        if summary.error:
-            return summary.error
-        if summary.failures:
-            failure = summary.failures[0]
-            return f"{failure.name}: {failure.reason}"
-    return result.status
+    return failure_reason(result) or result.status
 
 
 def _transcript(result: TestResult, run: LoadedRun) -> str:
