@@ -79,3 +79,20 @@ def test_each_reason_line_names_the_failure_its_turn_and_the_failing_run(tmp_pat
     assert "(run 2: contains: expected the agent to say" in summary, summary
     assert "contains (turn 2): expected the agent to say" in summary, summary
 
+
+def test_a_runs_fault_names_the_turn_and_is_said_once_beside_its_checks(tmp_path: Path,
+                                                                        serve: Callable[[Any], ThreadServer]) -> None:
+    # the fault's reason (JSON, results.jsonl) said `contains: ...` of a check the reports call `contains (turn 2)`,
+    # and the HTML wrote every failed check twice: in the fault's line and in the table under it
+    run = _run(tmp_path, serve)
+    report = json.loads(run.joinpath("report.json").read_text(encoding="utf-8"))
+    [two] = [t for t in report["tests"] if t["test"] == "two checks"]
+    reason = two["runs"][0]["fault_reason"]
+    assert reason.startswith('contains (turn 2): expected the agent to say "refund"'), reason
+    page = run.joinpath("report.html").read_text(encoding="utf-8")
+    assert page.count('expected the agent to say &quot;refund&quot;') == 2, "the summary row and the table"
+    assert "fault: <b>agent</b></p>" in page
+    [case] = [c for c in ET.parse(run / "junit.xml").getroot().iter("testcase") if c.get("name") == "two checks"]
+    text = case.find("failure").text or ""  # type: ignore[union-attr]
+    assert text.splitlines()[0] == "fault agent", text
+    assert text.count('"refund"') == 1, text

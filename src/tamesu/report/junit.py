@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tamesu.plugins import register
 from tamesu.report.load import LoadedRun, shown_path
-from tamesu.report.words import echoed_failure, failure_reason, not_evaluated
+from tamesu.report.words import echoed_failure, failure_reason, fault_said_below, not_evaluated
 from tamesu.results.records import TestResult
 
 # XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
@@ -55,11 +55,8 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
         failures = [] if inconclusive else detail.failed_assertions if detail is not None else summary.failures
         if summary.fault is not None:
             # the reason once: a fault whose reason is the error or a failure said below is named alone
-            said = [f"{f.name}: {f.reason}" if f.reason else f.name for f in failures]
-            # an agent's fault_reason is every failure joined (engine/fault.py): said below, line by line
-            below = {summary.error, *said, "; ".join(said), *(f.reason for f in failures)}
-            why = summary.fault_reason or summary.status
-            lines.append(f"{prefix}fault {summary.fault}" + ("" if why in below else f": {why}"))
+            why = fault_said_below(summary, failures)
+            lines.append(f"{prefix}fault {summary.fault}" + ("" if why is None else f": {why}"))
         if inconclusive:
             continue  # the assertions it failed are not the agent's failures
         if summary.error:

@@ -69,3 +69,12 @@ def failure_reason(result: TestResult) -> str:
         return f"{result.reason} (run {said[0]}: {said[1]})"
     return said[1] if said else result.skip_reason or ""
 
+
+def fault_said_below(run: RunSummary, failures: Sequence[AssertionResult]) -> str | None:
+    """The reason to write beside a run's `fault`, or None when it is the run's error or its failed checks (an
+    agent's `fault_reason` is them joined: engine/fault.py), which are written below it one by one."""
+    said = [failure_said(f) for f in failures]
+    bare = [f"{f.name}: {f.reason}" if f.reason else f.name for f in failures]  # as runs before the turn was named
+    below = {run.error, *said, *bare, "; ".join(said), "; ".join(bare), *(f.reason for f in failures)}
+    why = run.fault_reason or run.status
+    return None if why in below else why
