@@ -96,3 +96,15 @@ def test_a_runs_fault_names_the_turn_and_is_said_once_beside_its_checks(tmp_path
     text = case.find("failure").text or ""  # type: ignore[union-attr]
     assert text.splitlines()[0] == "fault agent", text
     assert text.count('"refund"') == 1, text
+
+
+def test_a_failed_turn_says_why_on_the_turn_itself(tmp_path: Path, serve: Callable[[Any], ThreadServer]) -> None:
+    # a turn that timed out showed as `agent: ` (JUnit's output) and `(no text)` (the HTML's bubble): the agent
+    # seemed to have answered nothing, and the reason stood only in the failure's text, away from the turn
+    run = _run(tmp_path, serve)
+    [case] = [c for c in ET.parse(run / "junit.xml").getroot().iter("testcase") if c.get("name") == "slow"]
+    output = (case.findtext("system-out") or "").splitlines()
+    assert output[-1] == "agent: (the turn failed: turn timed out after 1s (waiting for the answer))", output
+    page = run.joinpath("report.html").read_text(encoding="utf-8")
+    assert '<div class="error">the turn failed: turn timed out after 1s (waiting for the answer)</div>' in page
+    assert "(no text)" not in page

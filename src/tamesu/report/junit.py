@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tamesu.plugins import register
 from tamesu.report.load import LoadedRun, shown_path
-from tamesu.report.words import echoed_failure, failure_reason, fault_said_below, not_evaluated
+from tamesu.report.words import echoed_failure, failed_turns, failure_reason, fault_said_below, not_evaluated
 from tamesu.results.records import TestResult
 
 # XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
@@ -89,7 +89,13 @@ def _transcript(result: TestResult, run: LoadedRun) -> str:
             continue
         if result.total_runs > 1:
             parts.append(f"--- run {summary.run}")
-        parts.extend(f"{line.role}: {line.text}" for line in transcript.lines)
+        detail = run.run_result(summary)
+        failed = failed_turns(detail.events) if detail is not None else {}
+        for line in transcript.lines:
+            why = failed.get(line.turn) if line.role == "agent" and line.turn is not None else None
+            # an answer that never came read as the agent saying nothing: the turn says why it failed
+            parts.append(f"{line.role}: {line.text}" + ("" if why is None else
+                                                        f"{' ' if line.text else ''}(the turn failed: {why})"))
     return "\n".join(parts)
 
 

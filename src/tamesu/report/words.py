@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from tamesu.conversation import Event
 from tamesu.results.records import AssertionResult, RunSummary, TestResult
 
 
@@ -78,3 +79,10 @@ def fault_said_below(run: RunSummary, failures: Sequence[AssertionResult]) -> st
     below = {run.error, *said, *bare, "; ".join(said), "; ".join(bare), *(f.reason for f in failures)}
     why = run.fault_reason or run.status
     return None if why in below else why
+
+
+def failed_turns(events: Sequence[Event]) -> dict[int, str]:
+    """Why each turn that failed did (its `turn_failed` event): shown on the turn itself, where a transcript
+    otherwise showed an empty answer (a timeout, an HTTP 500) as if the agent had said nothing."""
+    return {int(e.data["turn"]): str(e.data.get("reason", "")) for e in events
+            if e.name == "turn_failed" and isinstance(e.data.get("turn"), int)}
