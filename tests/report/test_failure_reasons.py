@@ -71,6 +71,10 @@ def test_each_reason_line_names_the_failure_its_turn_and_the_failing_run(tmp_pat
     assert two.endswith("(and 1 more check failed)"), two
     assert messages["slow"].startswith("conversation: turn 2: turn timed out after 1s"), messages["slow"]
 
+    # the JSON says it too (its `reason` is null when one run decided the test)
+    report = json.loads(run.joinpath("report.json").read_text(encoding="utf-8"))
+    assert {t["test"]: t["failure"] for t in report["tests"]} == messages
+
     # the HTML's summary line and the Markdown table say the same line
     page = run.joinpath("report.html").read_text(encoding="utf-8")
     whys = [re.sub(r"&quot;", '"', m) for m in re.findall(r'<span class="why">([^<]*)</span>', page)]
