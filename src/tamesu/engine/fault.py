@@ -63,7 +63,9 @@ async def attribute(result: RunResult, exchanges: Sequence[Exchange], test: Plan
         return
     if result.status != "failed":
         return
-    failures = [f"{a.name}: {a.reason}" if a.reason else a.name for a in result.failed_assertions]
+    # a check scoped to one turn names it, as every report says it (report/words.failure_said)
+    failures = [f"{a.name}{'' if a.on_turn is None else f' (turn {a.on_turn})'}" + (f": {a.reason}" if a.reason else "")
+                for a in result.failed_assertions]
     lines = lines_of(exchanges, history=False)  # the audit weighs the simulated user's words, not the test's
     try:
         finding = _ended_before_speaking(result, lines) or await _audit(lines, test, models, failures)

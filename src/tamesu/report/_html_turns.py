@@ -10,6 +10,7 @@ from tamesu.report import _svg
 from tamesu.report._html_text import SPECIAL, clip, esc, ms, num, short, text_of
 from tamesu.report._steps import step_html
 from tamesu.report.waterfall import before_first_turn, turn_spans, waterfall
+from tamesu.report.words import failed_turns
 from tamesu.results.records import RunResult
 from tamesu.telemetry.spans import SpansFile
 from tamesu.telemetry.traceparent import trace_link
@@ -36,6 +37,7 @@ def chat(detail: RunResult, folder: Path | None = None, traced: bool = True, tra
         return ""
     spans = _spans(folder) if traced else None
     bubbles = [before_first_turn(spans)] if spans is not None else []
+    failed = failed_turns(detail.events)
     for turn in detail.turns:
         if turn.user is not None:
             said = turn.user.display()
@@ -68,8 +70,11 @@ def chat(detail: RunResult, folder: Path | None = None, traced: bool = True, tra
         who = " · ".join(facts) + (trace(agent.trace_id, trace_url) if agent.trace_id else "")
         drawn = waterfall(turn.index, drawing) \
             if spans is not None and (drawing := turn_spans(turn.index, agent.latency_ms, spans)) else ""
+        why = failed.get(turn.index)
+        shown = esc(text) or ("<i>(no answer)</i>" if why is not None else "<i>(no text)</i>")
+        failure = "" if why is None else f'<div class="error">the turn failed: {esc(why)}</div>'
         bubbles.append(f'<div class="msg agent"><div class="who">{who}</div>'
-                       f'<div class="text">{esc(text) or "<i>(no text)</i>"}</div>{tools}{handoff}{ended}'
+                       f'<div class="text">{shown}</div>{failure}{tools}{handoff}{ended}'
                        f"{shots}{drawn}</div>")
     return f'<div class="chat" aria-label="transcript">{"".join(bubbles)}</div>'
 

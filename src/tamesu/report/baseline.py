@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from tamesu.report.load import LoadedRun, mean_metrics
+from tamesu.report.words import failure_reason as failure_reason  # its users import it from here too
 from tamesu.results.records import SCHEMA_VERSION, TestResult, TestStatus
 from tamesu.results.sharding import Shard, in_shard
 
@@ -67,19 +68,6 @@ def _n(count: int, one: str, many: str | None = None) -> str:
 _FAILING = {"failed", "error", "inconclusive"}
 """What no longer passes: an inconclusive test is not the agent's failure, but it no longer shows the agent
 passes, and it fails the run (exit 1): a passed test gone inconclusive is listed, its reason says why."""
-
-
-def failure_reason(result: TestResult) -> str:
-    if result.reason:
-        return result.reason
-    for run in result.runs:
-        if run.status == "inconclusive" and run.fault_reason:
-            return f"the simulated user: {run.fault_reason}"
-        if run.error:
-            return run.error
-        for failure in run.failures:
-            return f"{failure.name}: {failure.reason}"
-    return result.skip_reason or ""
 
 
 def compare(current: LoadedRun, baseline: LoadedRun, tolerance: float = 0.2) -> Comparison:

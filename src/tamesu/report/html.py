@@ -27,7 +27,7 @@ from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
 from tamesu.report.load_html import load_sections
 from tamesu.report.waterfall import waterfall_css
-from tamesu.report.words import not_evaluated
+from tamesu.report.words import failure_reason, fault_said_below, not_evaluated
 from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestResult
 
 _BADGES = {"passed": "PASS", "failed": "FAIL", "error": "ERR", "quarantined": "QUAR", "skipped": "SKIP",
@@ -178,7 +178,7 @@ class _Page:
         runs_note = f" · {result.runs_said()}" if result.total_runs > 1 else ""
         reason = ""
         if result.status in _NOT_PASSED:
-            reason = f'<span class="why">{esc(short(_first_reason(result), 160))}</span>'
+            reason = f'<span class="why">{esc(short(failure_reason(result) or result.status, 160))}</span>'
         elif result.status == "skipped":
             reason = f'<span class="why">{esc(result.skip_reason or "")}</span>'
         head = (f'<summary><span class="badge s-{result.status}">{_BADGES[result.status]}</span> '
@@ -257,8 +257,13 @@ class _Page:
         parts = [f'<section class="run"><h3>{status} {esc(title)}{extra}</h3><p class="links">{links}</p>']
         if summary.fault is not None:
             again = f" (made {summary.reruns + 1} times with new seeds)" if summary.reruns else ""
-            parts.append(f'<p class="note">fault: <b>{esc(summary.fault)}</b>{esc(again)}: '
-                         f'{esc(summary.fault_reason or summary.status)}</p>')
+            # the reason once: the error or the failed checks are shown below it (an inconclusive run's
+            # checks are not the agent's failures: the simulated user's reason is said here)
+            failures = [] if summary.status == "inconclusive" else \
+                detail.failed_assertions if detail is not None else summary.failures
+            why = fault_said_below(summary, failures)
+            parts.append(f'<p class="note">fault: <b>{esc(summary.fault)}</b>{esc(again)}'
+                         + ("" if why is None else f": {esc(why)}") + "</p>")
         if summary.error:
             parts.append(f'<p class="error">{esc(summary.error)}</p>')
         if detail is None:
@@ -344,19 +349,6 @@ class _Page:
         why = self.run.summary.stopped or self.run.summary.interrupted or "not run"
         items = "".join(f"<li>{esc(entry.id)}</li>" for entry in missing)
         return f'<section class="unfinished"><h2>Not finished ({esc(why)})</h2><ul>{items}</ul></section>'
-
-
-def _first_reason(result: TestResult) -> str:
-    if result.reason:
-        return result.reason
-    for summary in result.runs:
-        if summary.status == "inconclusive" and summary.fault_reason:
-            return f"the simulated user: {summary.fault_reason}"
-        if summary.error:
-            return summary.error
-        for failure in summary.failures:
-            return f"{failure.name}: {failure.reason}"
-    return result.status
 
 
 def stats_html(result: TestResult) -> str:

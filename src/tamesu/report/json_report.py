@@ -16,6 +16,7 @@ from tamesu.conversation import ToolCall
 from tamesu.plugins import register
 from tamesu.report.baseline import Comparison
 from tamesu.report.load import LoadedRun, PlannedEntry
+from tamesu.report.words import failure_reason
 from tamesu.results.json_files import write_indented
 from tamesu.results.records import (
     SCHEMA_VERSION,
@@ -63,6 +64,9 @@ class TestEntry(BaseModel):
     quarantine: str | None = None
     skip_reason: str | None = None
     reason: str | None = None
+    failure: str | None = None
+    """Why the test did not pass, in the one line JUnit's failure message and the HTML's summary row show
+    (`reason` is only a verdict over its runs, null when one run decided it)."""
     stats: RepeatStats | None = None
     passed_runs: int = 0
     total_runs: int = 0
@@ -105,7 +109,9 @@ def _entry(run: LoadedRun, result: TestResult) -> TestEntry:
     return TestEntry(
         id=result.id, suite=result.suite, test=result.test, case=result.case, tags=result.tags, target=result.target,
         status=result.status, quarantine=result.quarantine, skip_reason=result.skip_reason,
-        reason=result.reason, stats=result.stats, passed_runs=result.passed_runs, total_runs=result.total_runs,
+        reason=result.reason, stats=result.stats,
+        failure=(failure_reason(result) or None) if result.status not in ("passed", "skipped") else None,
+        passed_runs=result.passed_runs, total_runs=result.total_runs,
         inconclusive_runs=result.inconclusive_runs, error_runs=result.error_runs, duration_ms=result.duration_ms,
         file=source.file if source else None, line=source.line if source else None, runs=details,
     )

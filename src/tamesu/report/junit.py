@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tamesu.plugins import register
 from tamesu.report.load import LoadedRun, shown_path
-from tamesu.report.words import echoed_failure, not_evaluated
+from tamesu.report.words import echoed_failure, failed_turns, failure_reason, fault_said_below, not_evaluated
 from tamesu.results.records import TestResult
 
 # XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
@@ -55,11 +55,8 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
         failures = [] if inconclusive else detail.failed_assertions if detail is not None else summary.failures
         if summary.fault is not None:
             # the reason once: a fault whose reason is the error or a failure said below is named alone
-            said = [f"{f.name}: {f.reason}" if f.reason else f.name for f in failures]
-            # an agent's fault_reason is every failure joined (engine/fault.py): said below, line by line
-            below = {summary.error, *said, "; ".join(said), *(f.reason for f in failures)}
-            why = summary.fault_reason or summary.status
-            lines.append(f"{prefix}fault {summary.fault}" + ("" if why in below else f": {why}"))
+            why = fault_said_below(summary, failures)
+            lines.append(f"{prefix}fault {summary.fault}" + ("" if why is None else f": {why}"))
         if inconclusive:
             continue  # the assertions it failed are not the agent's failures
         if summary.error:
@@ -81,17 +78,7 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
 
 
 def first_reason(result: TestResult) -> str:
-    if result.reason:
-        return result.reason
-    for summary in result.runs:
-        if summary.status == "inconclusive" and summary.fault_reason:
-            return summary.fault_reason
-        if summary.error:
-            return summary.error
-        if summary.failures:
-            failure = summary.failures[0]
-            return f"{failure.name}: {failure.reason}"
-    return result.status
+    return failure_reason(result) or result.status
 
 
 def _transcript(result: TestResult, run: LoadedRun) -> str:
@@ -102,7 +89,13 @@ def _transcript(result: TestResult, run: LoadedRun) -> str:
             continue
         if result.total_runs > 1:
             parts.append(f"--- run {summary.run}")
-        parts.extend(f"{line.role}: {line.text}" for line in transcript.lines)
+        detail = run.run_result(summary)
+        failed = failed_turns(detail.events) if detail is not None else {}
+        for line in transcript.lines:
+            why = failed.get(line.turn) if line.role == "agent" and line.turn is not None else None
+            # an answer that never came read as the agent saying nothing: the turn says why it failed
+            parts.append(f"{line.role}: {line.text}" + ("" if why is None else
+                                                        f"{' ' if line.text else ''}(the turn failed: {why})"))
     return "\n".join(parts)
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from tamesu.plugins import register
 from tamesu.report import along_the_way
-from tamesu.report.baseline import Comparison, describe_change, failure_reason
+from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun
-from tamesu.report.words import count_of, not_evaluated
+from tamesu.report.words import count_of, failure_reason, not_evaluated
 from tamesu.results.records import TestResult
 
 _ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "quarantined": "🟡", "skipped": "⏭️", "inconclusive": "❔"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tamesu.results.records import AssertionResult
+from tamesu.conversation import Event
+from tamesu.results.records import AssertionResult, RunSummary, TestResult
 
 
 def count_of(number: int, singular: str, plural: str | None = None) -> str:
@@ -36,3 +37,52 @@ def visible(text: str) -> str:
     """`text` with what a terminal would act on written out (`\\x1b[2J`): a test named, or an agent answering,
     with terminal escapes (colours, a cleared screen, a bell, a right-to-left override) is shown them."""
     return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode(), text)
+
+
+def failure_said(failure: AssertionResult) -> str:
+    """`contains (turn 2): expected ...`: a check scoped to one turn names it wherever it is said alone."""
+    where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
+    return f"{failure.name}{where}: {failure.reason}" if failure.reason else f"{failure.name}{where}"
+
+
+def run_reason(run: RunSummary) -> str | None:
+    """Why one run did not pass, in a line: its error, the simulated user's spoiling, or its first failed check
+    (and how many more failed, said in full where the run is shown)."""
+    if run.status == "inconclusive" and run.fault_reason:
+        return f"the simulated user: {run.fault_reason}"
+    if run.error:
+        return run.error
+    if run.failures:
+        more = len(run.failures) - 1
+        return failure_said(run.failures[0]) + (f" (and {count_of(more, 'more check')} failed)" if more else "")
+    return None
+
+
+def failure_reason(result: TestResult) -> str:
+    """The one line a list of tests shows for why one did not pass (JUnit's failure message, the HTML's summary,
+    the Markdown table, the baseline's regressions). A verdict over repeated runs (`2 of 4 runs passed, ...`)
+    also names why its first run that did not pass did not: the rate alone says nothing a reader can fix."""
+    said = next(((run.run, why) for run in result.runs if run.status != "passed" and (why := run_reason(run))), None)
+    if result.reason:
+        # a reason that already names a run, or is that run's own (the simulated user's), is said once
+        if said is None or "(run " in result.reason or result.reason in said[1]:
+            return result.reason
+        return f"{result.reason} (run {said[0]}: {said[1]})"
+    return said[1] if said else result.skip_reason or ""
+
+
+def fault_said_below(run: RunSummary, failures: Sequence[AssertionResult]) -> str | None:
+    """The reason to write beside a run's `fault`, or None when it is the run's error or its failed checks (an
+    agent's `fault_reason` is them joined: engine/fault.py), which are written below it one by one."""
+    said = [failure_said(f) for f in failures]
+    bare = [f"{f.name}: {f.reason}" if f.reason else f.name for f in failures]  # as runs before the turn was named
+    below = {run.error, *said, *bare, "; ".join(said), "; ".join(bare), *(f.reason for f in failures)}
+    why = run.fault_reason or run.status
+    return None if why in below else why
+
+
+def failed_turns(events: Sequence[Event]) -> dict[int, str]:
+    """Why each turn that failed did (its `turn_failed` event): shown on the turn itself, where a transcript
+    otherwise showed an empty answer (a timeout, an HTTP 500) as if the agent had said nothing."""
+    return {int(e.data["turn"]): str(e.data.get("reason", "")) for e in events
+            if e.name == "turn_failed" and isinstance(e.data.get("turn"), int)}
