@@ -396,11 +396,13 @@ class LiveKitTarget(Target[LiveKitSpec]):
     def call_over(self) -> bool:
         return self._agent is None
 
-    def poll(self) -> None:
+    def poll(self) -> float | None:
         assert self._session is not None
-        for at, digit in self._heard.dtmf[self._seen_dtmf:]:
+        digits = self._heard.dtmf[self._seen_dtmf:]
+        for at, digit in digits:
             self._session.event("sip_dtmf", digit=digit, at=round(self.to_ms(at), 3), via="livekit")
         self._seen_dtmf = len(self._heard.dtmf)
+        return digits[-1][0] if digits else None
 
     def to_ms(self, monotonic_s: float) -> float:
         assert self._session is not None

@@ -35,8 +35,9 @@ class Line(Protocol):
         """A monotonic time on the session's clock (ms since it started)."""
         ...
 
-    def poll(self) -> None:
-        """Record what else came (digits), once per look."""
+    def poll(self) -> float | None:
+        """Record what else came (digits), once per look; the monotonic time of the latest digit the agent sent
+        since the last look, if any: the agent still signalling, so its reply has not ended."""
         ...
 
     def call_over(self) -> bool:
@@ -83,7 +84,7 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
     timed_from = started
     quiet_since: float | None = None
     while True:
-        line.poll()
+        signalled = line.poll()
         for at, pcm in line.fresh_audio():
             loud = is_speech(pcm)
             if loud and heard.spoke_at is None and (cut := first_sound(pcm)):
@@ -104,6 +105,10 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
             elif heard.spoke_at is not None:
                 heard.pieces.append(pcm)
                 quiet_since = quiet_since or at
+        if signalled is not None and heard.spoke_at is not None and quiet_since is not None:
+            # digits after the words (an IVR's "1234#" said after "here are your digits") are the reply going on:
+            # its end is idle after the last of them, not after the words (the last digits were cut off)
+            quiet_since = max(quiet_since, signalled)
         now = time.monotonic()
         if line.call_over():
             turn.ended = True

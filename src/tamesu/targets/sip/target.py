@@ -8,9 +8,9 @@ agent's audio is recorded on the playback clock, transcribed, and measured.
 Outbound: tamesu dials `to` (a SIP URI, or a number through `trunk`) presenting `from`. Inbound: tamesu listens,
 runs the `trigger` (an HTTP request or a command, with `{{session.uri}}`), lets the agent's call ring for
 `answer_after` and answers. Either way the agent usually speaks first: with `greeting: true` (the default)
-that speech is the first agent turn, so a script can `wait_for: "press 2"`. An agent turn ends after `idle`
-of silence following its speech, or when the call ends (a reply still going on at `turn_timeout` fails the
-turn); the whole call at `max_duration`.
+that speech is the first agent turn, so a script can `wait_for: "press 2"`. An agent turn ends after `idle` of
+silence following its speech (digits sent after its words are the reply going on), or when the call ends (a reply
+still going on at `turn_timeout` fails the turn); the whole call at `max_duration`.
 A persona's background noise with `between: true` is on the line between its utterances too (the call
 otherwise carries silence there). A `dtmf` step sends RFC 4733 digits; digits the agent sends, its REFER
 (transfer) target and who ended the call are recorded for `dtmf_received`, `transferred_to` and `call_ended_by`.
@@ -431,15 +431,17 @@ class SipTarget(Target[SipSpec]):
         self._seen_chunks = len(audio)
         return fresh
 
-    def poll(self) -> None:
+    def poll(self) -> float | None:
         assert self._session is not None
         call = self._require_phone().call
-        for at, digit in call.dtmf[self._seen_dtmf:]:
+        digits = call.dtmf[self._seen_dtmf:]
+        for at, digit in digits:
             self._session.event("sip_dtmf", digit=digit, at=round(self.to_ms(at), 3))
         self._seen_dtmf = len(call.dtmf)
         for at, target in call.transfers[self._seen_transfers:]:
             self._session.event("sip_transfer", to=target, at=round(self.to_ms(at), 3))
         self._seen_transfers = len(call.transfers)
+        return digits[-1][0] if digits else None
 
     def call_over(self) -> bool:
         phone = self._require_phone()
