@@ -67,22 +67,20 @@ clock tests on the reference Realtime agent (`test_voice_clock.py`, `_gaps`, `_s
 lane."""
 
 
-GROUP_ORDER = ("audio", "browser", "audio-sip", "audio-lines", "audio-bot", "audio-clock", "db")
-"""Under `--dist loadgroup` the groups are handed out in this order, the longest first, and every ungrouped test
-after them (`LONG_FIRST`'s modules first). A lane worker takes the next group once its last test is left
-(tests/lane_scheduling.py), so a long group handed out late ends the run: the browser group, sixth of seven here
-while it grew to the second longest (session 31 added test_browser_late's pages and widget tests), started when the
-first lane worker came free, some 400 s in, and the CI runs of that session lasted 11 min 35 s to 12 min 13 s of
-tests. The groups' seconds of tests in the CI run of 2026-12-07 (the slowest 30 tests, and the other tests of each lane
-reckoned from session 30's slowest 60): audio ~400, browser ~300, sip ~270, lines ~200, bot ~200, clock ~150, db
-~26. Replayed on the three lane workers, the old order (audio, lines, sip, bot, clock, browser, db) ends its lanes
-at ~700 s, the CI run's 695 s; this one at ~550 s (audio, then clock on the first; browser, then bot; sip, then
-lines and db), and no order of the seven ends them sooner: the lanes' total over the three workers (~515 s) is what
-is left to cut. A run of this order beside other sessions (load 30-50, its times worth nothing) handed out browser,
-sip and audio to the three lane workers at its start. xdist hands its work units out in the order it collected them
-(`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a lane of few, long
-tests (the clock lanes) then started only when another worker ran dry. The bot lane's long setups are whole suite
-runs against the one shared bot (its start and warm-up call: 5.6 s), not the bot's start."""
+GROUP_ORDER = ("audio", "audio-lines", "audio-sip", "audio-bot", "audio-clock", "browser", "db")
+"""Under `--dist loadgroup` the groups are handed out in this order, and every ungrouped test after them
+(`LONG_FIRST`'s modules first). A lane worker takes the next group once its last test is left
+(tests/lane_scheduling.py). The groups' seconds of tests in a fresh-clone CI run of 2026-12-07 (`--durations=0`,
+summed by the `@group` of each test id): audio 445, browser 331, sip 265, lines 183, bot 173, clock 118, db 36;
+ungrouped 898. Handing out the longest first (audio, browser, sip, lines, bot, clock, db) ends the lanes sooner on
+paper (~560 s against ~690 s, replayed on three lane workers), but in the fresh-clone runs it was slower: 12 min
+41 s and 13 min 47 s of tests against 11 min 48 s for this order on the same code, and the clock calls of the
+lines lane were made again more often (`test_voice_clock_lines[twilio]` 91-94 s against 43-60 s): Chromium from
+the start beside two real-time lanes starves them, and a starved clock call is called again. So the browser group
+goes last, when fewer lanes run beside it. xdist hands its work units out in the order it collected them
+(`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a lane of few,
+long tests (the clock lanes) then started only when another worker ran dry. The bot lane's long setups are whole
+suite runs against the one shared bot (its start and warm-up call: 5.6 s), not the bot's start."""
 
 
 def _group(item: pytest.Item) -> str | None:
