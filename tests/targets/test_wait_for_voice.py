@@ -74,7 +74,7 @@ tests:
     heard = [e for e in menu["events"] if e.get("name") == "user_side" and e.get("data", {}).get("heard")]
     assert heard, menu["events"]
     never = results["never said"]
-    assert never["status"] == "failed"
+    assert never["status"] == "failed", (never["error"], [t["agent"]["text"] for t in never["turns"]], never["events"])
     reason = _failure(never)
     assert "\n" not in reason
     assert reason.startswith("script step 1 waited 12s for 'press 9 for the pharmacy'; the agent said '"), reason

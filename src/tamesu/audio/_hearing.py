@@ -91,7 +91,7 @@ class Hearing:
                 turn.untranscribed_ms = cut_ms
             self.session.event("transcription_cut", from_ms=round(offset_ms, 1), heard_ms=cut_ms,
                                note=f"{cut_ms / 1000:.1f}s of the agent's speech was heard but not transcribed "
-                                    "before the wait_for's timeout: the turn's text has none of it")
+                                    "in the wait_for's time: the turn's text has none of it")
             return None
 
     async def done(self) -> None:

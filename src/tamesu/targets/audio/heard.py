@@ -3,6 +3,7 @@ the socket's small)."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,13 +71,13 @@ _EARLIER = {
 
 
 async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0.0, wait_s: float | None = None,
-                      greeting: bool = False) -> str | None:
+                      greeting: bool = False, grace_s: float = 0.0) -> str | None:
     """tamesu's speech-to-text of what one listening heard, from the agent's first sound; empty for under
     0.2 s of it. A listening begun at `started` (monotonic) for a `wait_for` (listening on for `wait_s`, or a
-    greeting a script's first wait is for: `Session.greeting_wait_s`) ends with the wait: None when the words
-    are not transcribed by then, which is said (`transcription_cut`): the speech was heard."""
-    wait = voice.session.greeting_wait_s if greeting else wait_s
-    until = None if wait is None else started + wait
+    greeting a script's first wait is for: `Session.greeting_wait_s`) is transcribed by the wait's end, plus
+    `grace_s` when it was heard out before it (`wait_until`): None when the words are not transcribed by then, which
+    is said (`transcription_cut`): the speech was heard."""
+    until = wait_until(voice.session.greeting_wait_s if greeting else wait_s, started, grace_s)
     if not heard.pcm:
         return ""
     import numpy as np
@@ -88,6 +89,18 @@ async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0
     from tamesu.audio.clip import Clip
 
     return await voice.transcribe_by(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0, until)
+
+
+def wait_until(wait_s: float | None, started: float, grace_s: float) -> float | None:
+    """When the transcription of what a `wait_for`'s listening heard must be done (monotonic), or None (no wait:
+    unbounded). A listening heard out before the wait's end heard the agent in time, however long tamesu's
+    speech-to-text then takes to read it (a loaded machine's seconds of Whisper made such a wait undecided, exit
+    3): it has `grace_s` more (the target's turn_timeout, which bounds every turn). An utterance heard out past
+    the wait's end has none: whether the phrase came before the end is not known from its words."""
+    if wait_s is None:
+        return None
+    end = started + wait_s
+    return end + grace_s if time.monotonic() < end else end
 
 
 def listening_notes(heard: Heard, idle_s: float, fmt: Any, rate_key: str) -> list[tuple[str, dict[str, Any]]]:

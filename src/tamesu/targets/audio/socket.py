@@ -351,8 +351,8 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
             # and heard only what had come; its text is what the caller heard up to the barge-in (take_what_was_heard).
             # Nothing reads it during the call: it is transcribed after, with the others, not against the agent's CPU
             self._heard_after_stop.append(turn)
-        else:  # a `wait_for` listening ends at its timeout, the transcription too (what it did not hear is said)
-            words = own or await transcribed(self._require_voice(), heard, started, wait_s, greeting)
+        else:  # a `wait_for`'s listening is transcribed within its time (wait_until; what it did not hear is said)
+            words = own or await transcribed(self._require_voice(), heard, started, wait_s, greeting, limit)
         turn.text = words or ""
         turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]
         record, measures = self._require_voice().end_turn(heard=None if own or words is None else turn.text)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from tamesu.conversation import AgentTurn, Session, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
-from tamesu.targets.audio.heard import take_what_was_heard
+from tamesu.targets.audio.heard import take_what_was_heard, wait_until
 from tamesu.targets.audio.listen import listen
 from tamesu.targets.base import Target
 from tamesu.targets.sip._trigger import run_trigger
@@ -375,10 +375,10 @@ class SipTarget(Target[SipSpec]):
         if (first and heard.spoke_at is not None and self._answered is not None
                 and "greeting_ms" not in self._metrics):
             self._metrics["greeting_ms"] = self._greeting_ms(heard.spoke_at)
-        # a `wait_for` (listening on for `limit`, or a first one for the greeting) ends with its transcription
-        wait = session.greeting_wait_s if first else limit
+        # a `wait_for` (listening on for `limit`, or a first one for the greeting): transcribed in its time
+        until = wait_until(session.greeting_wait_s if first else limit, started, self.spec.turn_timeout)
         words = await words_of(voice, session, turn, heard.pcm, self.to_ms(heard.spoke_at or time.monotonic()),
-                               None if wait is None else started + wait, self._after_call)
+                               until, self._after_call)
         turn.text = words or ""
         turn.raw = [{"speech_ms": round(len(heard.pcm) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
