@@ -198,6 +198,19 @@ class Scenario(Strict):
     """A red-team pack (`prompt_injection`, `jailbreak`...) whose `attack:` the simulated user plays after the
     script; `goal` becomes its cover story, and the pack grades the test unless `assert` names it already."""
 
+    @model_validator(mode="after")
+    def _every_scripted_turn(self) -> Scenario:
+        # a script longer than the default max_turns was cut at 10 turns, quietly: its last steps never said, a
+        # turn count failed as the agent's fault; written fewer, the suite asks for turns it would not take
+        written = sum(1 for step in self.script if step.say is not None or step.data is not None or step.files
+                      or step.dtmf)
+        if "max_turns" not in self.model_fields_set:
+            self.max_turns = max(self.max_turns, written)
+        elif self.max_turns < written:
+            raise ValueError(f"max_turns {self.max_turns} is fewer than the {written} turns the script writes: the "
+                             f"steps past turn {self.max_turns} would never be said (leave max_turns out, or raise it)")
+        return self
+
 
 class Quarantine(Strict):
     reason: str = Field(min_length=1)
