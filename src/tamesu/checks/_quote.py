@@ -1,0 +1,57 @@
+"""How a failure's reason quotes what it read (the agent's turns, a command's output, a rubric): on one line, as
+JSON strings (the quotes other reasons use), and bounded, so that a 50 KB answer does not become a 50 KB line of
+JUnit, HTML and Markdown; the whole text stays in the run's transcript."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+QUOTED = 300
+"""Characters of text a reason quotes at most: a few sentences, enough to see what was said instead."""
+
+
+_BREAKS = re.compile(r"\s*[^\S ]\s*")
+"""A run of white space with a line break or a tab in it; runs of plain spaces are kept (`"a  b"` is what it is)."""
+
+
+def one_line(text: str) -> str:
+    """`text` with each line break (and the white space around it) as one space: a reason is one line wherever it
+    is shown, and a `\\n` in it showed as a backslash and an n in its JSON quote."""
+    return _BREAKS.sub(" ", text).strip()
+
+
+def clipped(text: str, limit: int) -> str:
+    """`text` on one line, cut at a word's end near `limit` with `…` when longer."""
+    flat = one_line(text)
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    at_space = cut.rfind(" ")
+    # a word's end unless that loses most of the room (one long word, a URL)
+    return (cut[:at_space] if at_space > limit // 2 else cut).rstrip() + "…"
+
+
+def quote(text: str, limit: int = QUOTED) -> str:
+    """`text` as a reason quotes it: `"one line, cut…"`, the ellipsis inside the quotes."""
+    return json.dumps(clipped(text, limit), ensure_ascii=False)
+
+
+def quote_turns(turns: Sequence[str], limit: int = QUOTED) -> str:
+    """Turns each quoted, separated by ` / `, whole turns up to about `limit` characters; the turns left out are
+    counted (`… and 3 more turns`). A first turn longer than `limit` alone is cut with `…`."""
+    shown: list[str] = []
+    used = 0
+    for turn in turns:
+        quoted = json.dumps(one_line(turn), ensure_ascii=False)
+        if not shown and len(quoted) > limit:
+            shown.append(quote(turn, limit))
+            break
+        if shown and used + 3 + len(quoted) > limit:
+            break
+        shown.append(quoted)
+        used += len(quoted) + (3 if len(shown) > 1 else 0)
+    left = len(turns) - len(shown)
+    return " / ".join(shown) + (f" / … and {left} more turn{'' if left == 1 else 's'}" if left else "")
+
