@@ -13,10 +13,11 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 from conftest import run_tamesu
+from model_servers import OpenAIServer, text
 from report_fixtures import only_run_dir
 from tamesu.net.serve import ThreadServer
 
@@ -34,12 +35,17 @@ def _agent() -> Starlette:
         message = str((await request.json()).get("message", ""))
         return JSONResponse({"text": ANSWERS.get(message, f"about {message}: {'more words ' * 12}")})
 
-    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+    async def backend(request: Request) -> PlainTextResponse:
+        # a backend's error page: many lines, 54 KB
+        return PlainTextResponse("Internal error\nTraceback:\n" + HUGE, status_code=500)
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"]), Route("/orders", backend)])
 
 
-def _failures(tmp_path: Path, serve: Callable[[Any], ThreadServer], tests: list[dict[str, Any]]) -> dict[str, str]:
+def _failures(tmp_path: Path, serve: Callable[[Any], ThreadServer], tests: list[dict[str, Any]],
+              server: ThreadServer | None = None) -> dict[str, str]:
     """Each test's `failure` line in report.json, after a real run."""
-    server = serve(_agent())
+    server = server or serve(_agent())
     target = {"type": "rest", "url": f"{server.url}/chat", "response": {"text": "$.text"}}
     (tmp_path / "s.yaml").write_text(json.dumps({"name": "s", "targets": {"bot": target}, "tests": tests}))
     done = run_tamesu(["run", "s.yaml", "--out", "out", "--report", "json"], tmp_path)
@@ -82,3 +88,67 @@ def test_a_not_contains_quotes_the_turn_it_found_on_one_line(tmp_path: Path,
     ])
     assert failures["found"] == ('not_contains: expected the agent never to say "Friday"; '
                                  'turn 2 said: "Your order ships Friday. Anything else?"')
+
+
+CHECKS = """
+def quotes_the_answer(run):
+    assert "RF-" in run.text, f"no reference in: {run.text}"
+"""
+
+
+def test_what_other_checks_quote_is_one_line_and_bounded(tmp_path: Path,
+                                                         serve: Callable[[Any], ThreadServer]) -> None:
+    # each quoted its text with its line breaks as \n, cut after 120 characters with the closing quote lost (a
+    # command's output after 300), and a script's own reason (`assert ok, run.text`) was the whole 54 KB answer
+    server = serve(_agent())
+    (tmp_path / "checks.py").write_text(CHECKS)
+    (tmp_path / "out.sh").write_text("for i in 1 2 3 4 5 6; do\n  echo line $i; printf '%0.sword ' $(seq 40); echo\n"
+                                     "done\necho connection refused\n")
+    failures = _failures(tmp_path, serve, [
+        {"name": "regex", "scenario": _script("hello"), "assert": [{"not_regex": "Hello!\\s+How"}]},
+        {"name": "equals", "scenario": _script("order"), "assert": [{"equals": "Done."}]},
+        {"name": "script", "scenario": _script("huge"), "assert": [{"script": "checks:quotes_the_answer"}]},
+        {"name": "http", "scenario": _script("hello"), "assert": [{"http": {"url": f"{server.url}/orders"}}]},
+        {"name": "command", "scenario": _script("hello"), "assert": [{"command": {"run": "sh out.sh",
+                                                                                   "contains": "refunded"}}]},
+    ], server)
+    assert failures["regex"] == ('not_regex: expected no match for /Hello!\\s+How/; turn 1 has "Hello! How"')
+    assert failures["equals"] == ('equals: expected exactly "Done.", turn 1 said "Your order ships Friday. '
+                                  'Anything else?"')
+    script = failures["script"]
+    assert script.startswith("script: no reference in: lorem ipsum"), script[:100]
+    assert script.endswith("…") and len(script) < 1100, len(script)
+    http = failures["http"]
+    assert http.startswith(f'http: GET {server.url}/orders: expected status 2xx, found 500: "Internal error '
+                           'Traceback: lorem ipsum'), http
+    assert http.endswith('…"') and len(http) < 250, http
+    command = failures["command"]
+    # the end of a command's output is what it said last: the start is what is cut
+    assert command.startswith('command: `sh out.sh`: expected the output to contain "refunded"; exit code 0, '
+                              'output: "…'), command
+    assert command.endswith("word  | line 6 | " + "word " * 40 + ' | connection refused"'), command
+    assert len(command) < 450, command
+
+
+def test_a_judges_paragraphs_are_one_line(tmp_path: Path, serve: Callable[[Any], ThreadServer]) -> None:
+    judge = OpenAIServer()
+    url = judge.base_url(serve(judge.app).url)
+    said = "The agent never apologised.\n\nIt also did not offer a refund:\n- no refund\n- no date\n" * 40
+    judge.plan(text(json.dumps({"pass": False, "score": 0, "reason": said, "evidence": []})))
+    (tmp_path / "s.tamesu.yaml").write_text(f"""
+targets:
+  bot: {{ type: model, model: bot }}
+models:
+  bot: {{ provider: fake, rules: [ {{ when: "hi", say: "hello" }} ] }}
+  judge: {{ provider: openai, model: judge-model, base_url: "{url}", timeout: 5s }}
+tests:
+  - {{ name: judged, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ judge: "The agent apologises" }} ] }}
+""")
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--no-cache", "--report", "json"], cwd=tmp_path,
+                      env={"OPENAI_API_KEY": "sk-local-0123456789"})
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((only_run_dir(tmp_path / "out") / "report.json").read_text(encoding="utf-8"))
+    failure = report["tests"][0]["failure"]
+    assert failure.startswith('judge: rubric "The agent apologises": The agent never apologised. It also did not '
+                              'offer a refund: - no refund - no date The agent'), failure[:200]
+    assert "\n" not in failure and failure.endswith("…") and len(failure) < 1100, len(failure)

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 QUOTED = 300
 """Characters of text a reason quotes at most: a few sentences, enough to see what was said instead."""
+SAID = 1000
+"""Characters of a reason someone else wrote (a model's, a script's) that a verdict keeps."""
 
 
 _BREAKS = re.compile(r"\s*[^\S ]\s*")
@@ -31,6 +33,13 @@ def clipped(text: str, limit: int) -> str:
     at_space = cut.rfind(" ")
     # a word's end unless that loses most of the room (one long word, a URL)
     return (cut[:at_space] if at_space > limit // 2 else cut).rstrip() + "…"
+
+
+def their_line(text: str, limit: int = SAID) -> str:
+    """A reason written by someone else (a judge model, a validator agent, a project's script): one line, cut
+    with `…` past `limit`. A judge's paragraphs, or a script's `assert ok, run.text` quoting a 50 KB answer,
+    were the one line every report shows."""
+    return clipped(text, limit)
 
 
 def quote(text: str, limit: int = QUOTED) -> str:

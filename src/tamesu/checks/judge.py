@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from tamesu.checks._quote import quote
+from tamesu.checks._quote import quote, their_line
 from tamesu.checks._unheard import unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.span import NO_TRACES
@@ -47,7 +47,8 @@ class JudgeSpec(Strict):
 
 def to_verdict(verdict: JudgeVerdict) -> Verdict:
     label = " (fake judge)" if verdict.fake else ""
-    return Verdict(passed=verdict.passed, reason=verdict.reason + label + what_was_done(verdict), score=verdict.score,
+    return Verdict(passed=verdict.passed, reason=their_line(verdict.reason) + label + what_was_done(verdict),
+                   score=verdict.score,
                    evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
                    fake=verdict.fake, attempts=verdict.attempts, unsupported_evidence=verdict.unsupported_evidence)
 

@@ -230,12 +230,12 @@ class Regex(_PatternCheck):
                 reason=f"expected a match for /{self.spec.pattern}/; {transcript.missing('none')}",
             )
         hit = transcript.hit(match.start(), match.end())
-        return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {shown(match.group(0))}",
+        return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {quote(match.group(0), 120)}",
                        evidence=[hit.snippet])
 
     def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
-        return Verdict(passed=True, reason=f"turn {heard.where} matches as spoken ({shown(match.string)}): "
-                                           f"{shown(match.group(0))}", evidence=[heard.text])
+        return Verdict(passed=True, reason=f"turn {heard.where} matches as spoken ({quote(match.string, 120)}): "
+                                           f"{quote(match.group(0), 120)}", evidence=[heard.text])
 
 
 @register("checks", "not_regex")
@@ -252,11 +252,11 @@ class NotRegex(_PatternCheck):
         return Verdict(
             passed=False,
             reason=f"expected no match for /{self.spec.pattern}/; {transcript.where(hit)} has "
-            f"{shown(match.group(0))}",
+            f"{quote(match.group(0), 120)}",
             evidence=[hit.snippet],
         )
 
     def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
         return Verdict(passed=False, reason=f"expected no match for /{self.spec.pattern}/; turn {heard.where} "
-                                            f"has {shown(match.group(0))} as spoken ({shown(match.string)})",
+                                            f"has {quote(match.group(0), 120)} as spoken ({quote(match.string, 120)})",
                        evidence=[heard.text])

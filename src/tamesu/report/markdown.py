@@ -20,8 +20,8 @@ _ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "quarantined": "�
 LIMIT = 50
 """Rows per list; the rest is counted, not shown."""
 WHY = 2000
-"""Characters of a reason a row shows: the whole one line the other reports show, but for a line no check of
-tamesu's writes (a plug-in's or a script's own reason): GitHub refuses a job summary over 1 MiB, 50 rows of it."""
+"""Characters of a reason a row shows: the whole one line the other reports show, but for a line few checks write
+(a pack whose many parts failed, a plug-in's own verdict): GitHub refuses a job summary over 1 MiB, 50 rows of it."""
 
 
 def _flat(text: str, limit: int) -> str:
