@@ -152,3 +152,35 @@ tests:
     assert failure.startswith('judge: rubric "The agent apologises": The agent never apologised. It also did not '
                               'offer a refund: - no refund - no date The agent'), failure[:200]
     assert "\n" not in failure and failure.endswith("…") and len(failure) < 1100, len(failure)
+
+
+def _looping_agent() -> Starlette:
+    """Calls lookup_order 300 times, then 25 other tools once each."""
+    calls = [{"name": "lookup_order", "args": {"id": i}} for i in range(300)]
+    calls += [{"name": f"tool_{i}", "args": {}} for i in range(25)]
+
+    async def chat(request: Request) -> JSONResponse:
+        return JSONResponse({"text": "done", "tool_calls": calls})
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def test_the_tools_of_a_looping_agent_are_counted_not_listed(tmp_path: Path,
+                                                             serve: Callable[[Any], ThreadServer]) -> None:
+    # each of the 325 calls was named, `lookup_order, lookup_order, ...`, some 5 KB in the one line
+    server = serve(_looping_agent())
+    target = {"type": "rest", "url": f"{server.url}/chat", "response": {"text": "$.text", "tool_calls": "$.tool_calls"}}
+    (tmp_path / "s.yaml").write_text(json.dumps({"name": "s", "targets": {"bot": target}, "tests": [
+        {"name": "called", "scenario": _script("hi"), "assert": [{"tool_called": "refund"}]},
+        {"name": "sequence", "scenario": _script("hi"), "assert": [{"tool_sequence": ["lookup_order", "refund"]}]},
+    ]}))
+    done = run_tamesu(["run", "s.yaml", "--out", "out", "--report", "json"], tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((only_run_dir(tmp_path / "out") / "report.json").read_text(encoding="utf-8"))
+    failures = {t["test"]: t["failure"] for t in report["tests"]}
+    others = ", ".join(f"tool_{i}" for i in range(19))
+    assert failures["called"] == ("tool_called: expected a call to refund; tools called: lookup_order ×300, "
+                                  f"{others}, … and 6 more tools")
+    steps = " -> ".join(f"tool_{i}" for i in range(19))
+    assert failures["sequence"] == ("tool_sequence: expected in order: lookup_order -> refund; found lookup_order "
+                                    f"×300 -> {steps} -> … and 6 more calls (no refund after the calls before it)")
