@@ -184,3 +184,34 @@ def test_the_tools_of_a_looping_agent_are_counted_not_listed(tmp_path: Path,
     steps = " -> ".join(f"tool_{i}" for i in range(19))
     assert failures["sequence"] == ("tool_sequence: expected in order: lookup_order -> refund; found lookup_order "
                                     f"×300 -> {steps} -> … and 6 more calls (no refund after the calls before it)")
+
+
+PARSING = """
+from pydantic import BaseModel
+
+
+class Order(BaseModel):
+    id: str
+    total: int
+
+
+def reads_the_order(run):
+    Order.model_validate({"total": run.text})
+"""
+
+
+def test_a_script_that_raises_a_validation_error_is_one_line(tmp_path: Path,
+                                                             serve: Callable[[Any], ThreadServer]) -> None:
+    # the project's function reads the answer into a model: pydantic's message was six lines, each error with the
+    # input's repr (the answer) and a link, as the test's error line
+    server = serve(_agent())
+    target = {"type": "rest", "url": f"{server.url}/chat", "response": {"text": "$.text"}}
+    (tmp_path / "checks.py").write_text(PARSING)
+    (tmp_path / "s.yaml").write_text(json.dumps({"name": "s", "targets": {"bot": target}, "tests": [
+        {"name": "parsed", "scenario": _script("huge"), "assert": [{"script": "checks:reads_the_order"}]}]}))
+    done = run_tamesu(["run", "s.yaml", "--out", "out", "--report", "json"], tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    report = json.loads((only_run_dir(tmp_path / "out") / "report.json").read_text(encoding="utf-8"))
+    assert report["tests"][0]["failure"] == (
+        "script: script checks:reads_the_order raised ValidationError: Order: id: Field required (and 1 more)")
+    assert "lorem" not in done.stdout and "errors.pydantic.dev" not in done.stdout, done.stdout

@@ -8,6 +8,8 @@ import json
 import re
 from collections.abc import Sequence
 
+from pydantic import ValidationError
+
 QUOTED = 300
 """Characters of text a reason quotes at most: a few sentences, enough to see what was said instead."""
 SAID = 1000
@@ -40,6 +42,18 @@ def their_line(text: str, limit: int = SAID) -> str:
     with `…` past `limit`. A judge's paragraphs, or a script's `assert ok, run.text` quoting a 50 KB answer,
     were the one line every report shows."""
     return clipped(text, limit)
+
+
+def exception_line(exc: BaseException) -> str:
+    """`ValueError: why`, as one bounded line, for an exception a project's or plug-in's code raised. A pydantic
+    ValidationError (a function reading the agent's answer into a model) said its errors over many lines, each
+    with the input's repr and a link: its first error, where and why, and how many more, is the line."""
+    if isinstance(exc, ValidationError) and exc.error_count():
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the value"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        return their_line(f"ValidationError: {exc.title}: {where}: {first['msg']}{more}")
+    return their_line(f"{type(exc).__name__}: {exc}")
 
 
 def quote(text: str, limit: int = QUOTED) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from tamesu.checks._quote import their_line
+from tamesu.checks._quote import exception_line, their_line
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.functions import check_callable, load_function
 from tamesu.errors import InfraError, SuiteProblem
@@ -100,7 +100,7 @@ async def call_verdict(what: str, name: str, function: Callable[..., object], ar
     except AssertionError as exc:
         return Verdict(passed=False, reason=their_line(str(exc)) or f"{name} failed")
     except Exception as exc:
-        said = f"{what} raised {type(exc).__name__}: {exc}"
+        said = f"{what} raised {exception_line(exc)}"
         raise (SuiteProblem(said) if project else InfraError(said)) from exc
     return verdict_of(result, name)
 
