@@ -215,3 +215,28 @@ def test_a_script_that_raises_a_validation_error_is_one_line(tmp_path: Path,
     assert report["tests"][0]["failure"] == (
         "script: script checks:reads_the_order raised ValidationError: Order: id: Field required (and 1 more)")
     assert "lorem" not in done.stdout and "errors.pydantic.dev" not in done.stdout, done.stdout
+
+
+def _refusing_agent() -> Starlette:
+    """`m1`..`m20` answered 404; from `m21` on, odd ones 409 and even ones 200."""
+    async def chat(request: Request) -> JSONResponse:
+        number = int(str((await request.json()).get("message", "m0"))[1:])
+        status = 404 if number <= 20 else 409 if number % 2 else 200
+        return JSONResponse({"text": f"answer {number}"}, status_code=status)
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def test_the_turns_a_status_check_refused_are_grouped(tmp_path: Path, serve: Callable[[Any], ThreadServer]) -> None:
+    # each turn was its own clause: `turn 1 was 404, turn 2 was 404, ...`
+    server = serve(_refusing_agent())
+    target = {"type": "rest", "url": f"{server.url}/chat", "response": {"text": "$.text"}}
+    (tmp_path / "s.yaml").write_text(json.dumps({"name": "s", "targets": {"bot": target}, "tests": [
+        {"name": "statuses", "scenario": {**_script(*(f"m{i}" for i in range(1, 45))), "max_turns": 44},
+         "assert": [{"status": "2xx"}]},
+    ]}))
+    done = run_tamesu(["run", "s.yaml", "--out", "out", "--report", "json"], tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads((only_run_dir(tmp_path / "out") / "report.json").read_text(encoding="utf-8"))
+    assert report["tests"][0]["failure"] == ("status: expected HTTP status 2xx on every turn; turns 1-20 were 404, "
+                                             "turns 21, 23, 25, 27, 29, 31, 33, 35, 37, 39 and 2 more were 409")
