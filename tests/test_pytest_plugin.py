@@ -81,7 +81,8 @@ def test_every_status_maps_to_pytest(tmp_path: Path) -> None:
     assert "2 failed, 4 passed, 1 skipped, 1 xfailed" in out
     assert "FAILED shop.yaml::refund" in out and "FAILED shop.yaml::unreachable" in out
     assert 'contains: expected the agent to say "refund issued"' in out  # the reason, in the failure
-    assert "judge: the agent refuses curtly (fake judge)" in out and "evidence: I can't do that." in out
+    assert 'judge: rubric "The agent is polite": the agent refuses curtly (fake judge)' in out
+    assert "evidence: I can't do that." in out
     assert "  user: refund please" in out  # and the transcript
     assert "XFAIL shop.yaml::flaky - quarantined (SUP-412 flaky)" in out
     assert "SKIPPED [1] shop.yaml" in out and "waiting for the billing API" in out

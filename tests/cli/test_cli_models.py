@@ -245,7 +245,7 @@ tests:
 """)
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     assert result.returncode == 1, result.stdout
-    assert "✗ judge: no offer (fake judge)" in result.stdout
+    assert '✗ judge: rubric "The agent offers help": no offer (fake judge)' in result.stdout
     directory = run_dir(tmp_path / "out")
     lines = {json.loads(x)["test"]: json.loads(x) for x in (directory / "results.jsonl").read_text().splitlines()}
     passed = json.loads((directory / lines["judged"]["runs"][0]["dir"] / "result.json").read_text())

@@ -93,7 +93,7 @@ def test_junit_is_valid_and_maps_every_status(shop_run: ShopRun) -> None:
     failure = cases["refund"].find("failure")
     assert failure is not None and failure.get("type") == "assertion"
     assert failure.get("message", "").startswith('contains: expected the agent to say "refund issued"')
-    assert "judge: the agent refuses curtly (fake judge)" in (failure.text or "")
+    assert 'judge: rubric "The agent is polite": the agent refuses curtly (fake judge)' in (failure.text or "")
     assert "evidence: I can't do that." in (failure.text or "")
     system_out = cases["refund"].find("system-out")
     assert system_out is not None and "user: refund please" in (system_out.text or "")
@@ -210,7 +210,7 @@ def test_github_annotations_point_at_the_suite_and_write_the_job_summary(shop_ru
     line = int(failed.split("line=")[1].split(",")[0])
     suite_lines = (shop_run.folder / "shop.yaml").read_text().splitlines()
     assert any('"refund"' in text for text in suite_lines[line - 1:line + 1])
-    assert "%0Ajudge: the agent refuses curtly" in failed and "\n" not in failed
+    assert '%0Ajudge: rubric "The agent is polite": the agent refuses curtly' in failed and "\n" not in failed
     assert by_title["QUAR shop/flaky"].startswith("::warning ")
     assert "quarantined (SUP-412 flaky), not failing the run" in by_title["QUAR shop/flaky"]
     assert by_title["ERR shop/unreachable"].startswith("::error ")

@@ -292,7 +292,7 @@ def test_a_trace_id_two_runs_send_at_once_goes_to_both_and_decides_nothing(tmp_p
         shared = ("not decided: the agent's spans of turns 1, 2 are of trace 4bf92f3577b34da6a3ce929d0e0e4736, "
                   "which another run sent at the same time too (a traceparent the suite sets itself): whose run "
                   "each span is of cannot be told (trace_shared)")
-        assert reasons["looked it up"] == (False, f"{shared} (tools called: lookup_order, lookup_order); leave "
+        assert reasons["looked it up"] == (False, f"{shared} (tools called: lookup_order ×2); leave "
                                                   "traceparent to tamesu, which sends each turn its own, or run "
                                                   "these tests one at a time"), reasons
         assert reasons["one lookup"][1].startswith(f"{shared} (2 span(s) with name ~ 'execute_tool .*' among 10)"), \

@@ -23,6 +23,7 @@ import shlex
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
+from tamesu.checks._quote import QUOTED, one_line
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import InfraError, SuiteProblem, TemplateError
 from tamesu.matching import number_text, shown
@@ -79,7 +80,9 @@ def _tail(output: str) -> str:
     lines = [line for line in output.strip().splitlines() if line.strip()]
     if not lines:
         return "no output"
-    return "output: " + shown(" | ".join(lines[-_TAIL_LINES:]), 300)
+    tail = one_line(" | ".join(lines[-_TAIL_LINES:]))
+    # its end is what a failing command says last (the error): the start is what is cut
+    return "output: " + json.dumps(tail if len(tail) <= QUOTED else "…" + tail[1 - QUOTED:], ensure_ascii=False)
 
 
 _SHELL_COULD_NOT = {126: "the command is not executable", 127: "the shell found no such command"}

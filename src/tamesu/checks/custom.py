@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, model_validator
 
+from tamesu.checks._quote import exception_line
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.functions import check_callable, load_function
 from tamesu.checks.script import call_verdict
@@ -106,7 +107,7 @@ class Custom(Check[CustomSpec]):
             except InfraError:
                 raise
             except Exception as exc:  # a plug-in's bug is this test's error, with its name on it
-                raise InfraError(f"custom {self.spec.name} raised {type(exc).__name__}: {exc}") from exc
+                raise InfraError(f"custom {self.spec.name} raised {exception_line(exc)}") from exc
         label = f"custom {self.spec.function or self.spec.name}"
         if self._function is None:
             assert self.spec.function is not None

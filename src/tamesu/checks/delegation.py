@@ -13,6 +13,7 @@ import json
 from pydantic import Field, field_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
+from tamesu.checks._quote import quote
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
 from tamesu.errors import TemplateError
@@ -73,7 +74,7 @@ class DelegatedTo(Check[DelegatedToSpec]):
             if pattern is not None and not pattern.search(text):
                 continue
             at = f" at turn {call.turn}" if call.turn is not None else ""
-            return Verdict(passed=True, reason=f"delegated to {self.spec.agent}{at}: {shown(text)}")
+            return Verdict(passed=True, reason=f"delegated to {self.spec.agent}{at}: {quote(text, 120)}")
         wanted = " and ".join(w for w in (f"containing {contains!r}" if contains is not None else "",
                                           f"matching /{self.spec.regex}/" if pattern is not None else "") if w)
         return Verdict(passed=False, reason=f"{len(to_agent)} delegation(s) to {self.spec.agent}, none {wanted}",

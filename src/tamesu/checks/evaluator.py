@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu import evaluators
+from tamesu.checks._quote import exception_line
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.grounded import ContextSpec, gather_context
 from tamesu.checks.judge import judge_client, judge_metrics
@@ -99,7 +100,7 @@ class EvaluatorCheck(Check[EvaluatorSpec]):
         except (InfraError, ModelError):
             raise
         except Exception as exc:  # a plug-in's own failure: this test cannot be graded, say why
-            raise InfraError(f"evaluator {spec.name!r} ({found.source}) failed: {type(exc).__name__}: {exc}") from None
+            raise InfraError(f"evaluator {spec.name!r} ({found.source}) failed: {exception_line(exc)}") from None
         passed = (low is None or score.score >= low) and (high is None or score.score <= high)
         bounds = ", ".join([*([f"min {low:g}"] if low is not None else []),
                             *([f"max {high:g}"] if high is not None else [])])

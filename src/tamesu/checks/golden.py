@@ -35,6 +35,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from tamesu.checks._compare import template_failed
+from tamesu.checks._quote import quote
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.checks.similar import lexical_similarity
 from tamesu.errors import InfraError, SuiteProblem, TemplateError
@@ -220,8 +221,8 @@ def _similar(name: str, golden: list[tuple[str, str]], exchanges: list[Exchange]
         return Verdict(passed=True, score=score,
                        reason=f"the agent turns are {score:.2f} similar to golden file {name} "
                        f"(min {number_text(minimum)}){counts}")
-    expected = shown(want[worst]) if worst < len(want) else "no turn"
-    found = shown(have[worst]) if worst < len(have) else "no turn"
+    expected = quote(want[worst], 120) if worst < len(want) else "no turn"
+    found = quote(have[worst], 120) if worst < len(have) else "no turn"
     # Named by the run's turn number, so on_turn: 3 says turn 3, not "the first".
     turn = (exchanges[0].index if exchanges else 1) + worst
     return Verdict(passed=False, score=score, evidence=[f"turn {turn}: expected {expected}, found {found}"],

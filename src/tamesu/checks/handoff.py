@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
+from tamesu.checks._quote import quote
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.checks.judge import judge_client, to_verdict
 from tamesu.conversation import Handoff as HandoffSignal
@@ -113,6 +114,6 @@ class Handoff(Check[HandoffSpec]):
         for text in self.spec.summary_contains:
             needle = context.render_text(text)
             if needle not in (signal.summary or ""):
-                found = shown(signal.summary) if signal.summary else "no summary"
+                found = quote(signal.summary, 120) if signal.summary else "no summary"
                 problems.append(f"expected the handoff summary to contain {shown(needle)}, found {found}")
         return problems

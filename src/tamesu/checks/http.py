@@ -26,6 +26,7 @@ from tamesu.checks._compare import (
     status_allowed,
     template_failed,
 )
+from tamesu.checks._quote import quote
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import PathSpec, compile_path, find, judge
 from tamesu.errors import InfraError, SuiteProblem, TemplateError
@@ -131,13 +132,13 @@ class Http(Check[HttpSpec]):
             return Verdict(
                 passed=False,
                 reason=f"{label}: expected status {describe_statuses(allowed)}, found {response.status_code}: "
-                f"{shown(response.text)}{moved(response)}",
+                f"{quote(response.text, 120)}{moved(response)}",
             )
         missing = [n for n in request.contains if n not in response.text]
         if missing:
             return Verdict(passed=False,
                            reason=f"{label}: expected the body to contain {shown(missing[0])}, "
-                           f"found {shown(response.text)}")
+                           f"found {quote(response.text, 120)}")
         if self.spec.json_path is None:
             return Verdict(passed=True, reason=f"{label}: {response.status_code}")
         return _judge_json(self.spec.json_path, label, request, response)
@@ -170,7 +171,7 @@ def _judge_json(spec: PathSpec, label: str, request: _Request, response: httpx.R
         document = response.json()
     except ValueError:
         return Verdict(passed=False, reason=f"{label}: expected a JSON body for {request.path_text}, "
-                                            f"found {shown(response.text)}")
+                                            f"found {quote(response.text, 120)}")
     nodes = find(path, document)
     verdict = judge(spec, request.path_text, nodes, request.path_expected, "the body")
     verdict.reason = f"{label}: {verdict.reason}"

@@ -8,9 +8,11 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from tamesu.checks._quote import quote, their_line
 from tamesu.checks._unheard import unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.span import NO_TRACES
+from tamesu.errors import InfraError
 from tamesu.models.base import ModelError
 from tamesu.plugins import register
 from tamesu.roles.judge import Judge as JudgeRole
@@ -45,7 +47,8 @@ class JudgeSpec(Strict):
 
 def to_verdict(verdict: JudgeVerdict) -> Verdict:
     label = " (fake judge)" if verdict.fake else ""
-    return Verdict(passed=verdict.passed, reason=verdict.reason + label + what_was_done(verdict), score=verdict.score,
+    return Verdict(passed=verdict.passed, reason=their_line(verdict.reason) + label + what_was_done(verdict),
+                   score=verdict.score,
                    evidence=verdict.evidence, model=verdict.model, prompt_version=verdict.prompt_version,
                    fake=verdict.fake, attempts=verdict.attempts, unsupported_evidence=verdict.unsupported_evidence)
 
@@ -81,15 +84,29 @@ def judge_client(run: RunView, override: object) -> Any:
     return run.models.client("judge", override)
 
 
+RUBRIC_NAMED = 60
+"""Characters of a rubric that name it in its judge's failure: its first words, enough to tell two judges apart."""
+
+
+def rubric_named(rubric: str) -> str:
+    """`rubric "The agent apologises for the delay…"`: what a failed judge's reason starts with. Two judges of one
+    test both fail as `judge` (that name keys baselines and the store's history, so it stays), and their reasons,
+    the model's own words, named neither rubric: the failures could not be told apart."""
+    return f"rubric {quote(rubric, RUBRIC_NAMED)}"
+
+
 @register("checks", "judge")
 class Judge(Check[JudgeSpec]):
     key = "judge"
     Spec = JudgeSpec
     shorthand = "rubric"
+    names_rubric = True
+    """Whether a failed verdict's reason names the rubric: not where the assertion's own label quotes it already
+    (a JSONL `agent` assertion, `agent "The agent asks..."`)."""
 
     async def evaluate(self, run: RunView) -> Verdict:
         spec: JudgeSpec = self.spec
-        verdict = await JudgeRole(judge_client(run, spec.model)).grade(JudgeInput(
+        given = JudgeInput(
             rubric=run.context.render_text(spec.rubric),
             transcript=lines_of(run.exchanges),
             tool_calls=[call.model_dump(mode="json") for call in run.tool_calls],
@@ -98,8 +115,20 @@ class Judge(Check[JudgeSpec]):
             min=spec.min,
             evidence=spec.evidence,
             trace=_trace(run) if spec.trace else None,
-        ))
-        return to_verdict(verdict)
+        )
+        # the rubric as written (a template not filled in): a secret it fills in is never quoted
+        named = rubric_named(spec.rubric)
+        try:
+            verdict = await JudgeRole(judge_client(run, spec.model)).grade(given)
+        except (InfraError, ModelError) as exc:
+            # undecided: which judge's model did not answer (the fake provider's own line names the rubric)
+            if self.names_rubric and "rubric " not in str(exc):
+                exc.args = (f"{exc}; its {named.replace(' ', ': ', 1)}",)
+            raise
+        graded = to_verdict(verdict)
+        if not graded.passed and self.names_rubric:
+            graded.reason = f"{named}: {graded.reason}"
+        return graded
 
 
 def criteria_rubric(metadata: Mapping[str, object]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from tamesu.checks._quote import exception_line, their_line
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.functions import check_callable, load_function
 from tamesu.errors import InfraError, SuiteProblem
@@ -97,9 +98,9 @@ async def call_verdict(what: str, name: str, function: Callable[..., object], ar
         if inspect.isawaitable(result):
             result = await result
     except AssertionError as exc:
-        return Verdict(passed=False, reason=str(exc) or f"{name} failed")
+        return Verdict(passed=False, reason=their_line(str(exc)) or f"{name} failed")
     except Exception as exc:
-        said = f"{what} raised {type(exc).__name__}: {exc}"
+        said = f"{what} raised {exception_line(exc)}"
         raise (SuiteProblem(said) if project else InfraError(said)) from exc
     return verdict_of(result, name)
 
@@ -112,12 +113,12 @@ def verdict_of(result: object, name: str) -> Verdict:
     if result is False:
         return Verdict(passed=False, reason=f"{name} returned False")
     if isinstance(result, str):
-        return Verdict(passed=False, reason=result)
+        return Verdict(passed=False, reason=their_line(result))
     if isinstance(result, tuple) and len(result) == 2:
-        return Verdict(passed=bool(result[0]), reason=str(result[1]))
+        return Verdict(passed=bool(result[0]), reason=their_line(str(result[1])))
     if isinstance(result, dict) and "passed" in result:
         score = result.get("score")
-        return Verdict(passed=bool(result["passed"]), reason=str(result.get("reason") or name),
+        return Verdict(passed=bool(result["passed"]), reason=their_line(str(result.get("reason") or name)),
                        score=float(score) if isinstance(score, int | float) else None)
     raise SuiteProblem(f"{name} returned {shown(result)}; expected a bool, (passed, reason), "
                      "{passed, reason}, a Verdict or a reason string")

@@ -38,6 +38,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from tamesu.checks._compare import template_failed
+from tamesu.checks._quote import quote
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import InfraError, TemplateError
 from tamesu.matching import number_text, shown
@@ -206,7 +207,7 @@ class SimilarTo(Check[SimilarSpec]):
         closest = "the closest turn" if len(turns) > 1 else "turn"
         return Verdict(passed=False, score=score, evidence=[text],
                        reason=f"expected the agent to say something like {shown(expected)}; {closest} "
-                       f"({index}) is only {score:.2f} similar ({how}): {shown(text)}")
+                       f"({index}) is only {score:.2f} similar ({how}): {quote(text, 120)}")
 
     async def _embedding_scores(self, run: RunView, expected: str, texts: list[str]) -> list[float]:
         name = self.spec.embedding_model

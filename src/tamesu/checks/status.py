@@ -49,15 +49,36 @@ class Status(Check[StatusSpec]):
         expected = f"expected HTTP status {describe_statuses(allowed)} on every turn"
         if not run.exchanges:
             return Verdict(passed=False, reason=f"{expected}; there were no agent turns")
-        problems: list[str] = []
+        wrong: dict[int | None, list[int]] = {}
         for exchange in run.exchanges:
             status = exchange.agent.status
-            if status is None:
-                problems.append(f"turn {exchange.index} has no HTTP status (not an HTTP target?)")
-            elif not status_allowed(allowed, status):
-                problems.append(f"turn {exchange.index} was {status}")
+            if status is None or not status_allowed(allowed, status):
+                wrong.setdefault(status, []).append(exchange.index)
+        # grouped by status, turns as ranges: 200 turns answered 404 were 200 clauses in the one-line reason
+        problems = [f"{_turns(turns)} {'has' if len(turns) == 1 else 'have'} no HTTP status (not an HTTP target?)"
+                    if status is None else f"{_turns(turns)} {'was' if len(turns) == 1 else 'were'} {status}"
+                    for status, turns in wrong.items()]
         if problems:
             return Verdict(passed=False, reason=f"{expected}; {', '.join(problems)}")
         seen = sorted({e.agent.status for e in run.exchanges if e.agent.status is not None})
         return Verdict(passed=True,
                        reason=f"{len(run.exchanges)} turn(s) answered {', '.join(map(str, seen))}")
+
+
+_RANGES = 10
+"""Ranges of turns a reason names before it counts the rest."""
+
+
+def _turns(indexes: list[int]) -> str:
+    """`turn 3`, `turns 1-30, 32`: consecutive turns as one range, 10 ranges and then how many more turns."""
+    if len(indexes) == 1:
+        return f"turn {indexes[0]}"
+    ranges: list[list[int]] = []
+    for index in indexes:
+        if ranges and index == ranges[-1][-1] + 1:
+            ranges[-1].append(index)
+        else:
+            ranges.append([index])
+    said = [f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in ranges[:_RANGES]]
+    more = sum(len(r) for r in ranges[_RANGES:])
+    return "turns " + ", ".join(said) + (f" and {more} more" if more else "")

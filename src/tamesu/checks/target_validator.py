@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tamesu.checks._quote import their_line
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.roles.scripted_users import HelperAgent, conversation
 from tamesu.types import Strict
@@ -38,5 +39,6 @@ class TargetValidator(Check[Strict]):
         request = {**self.metadata, "test_id": self.test_id, "messages": conversation(run.exchanges)}
         reply = await self.helper.answer("validator", request, run.models, ValidatorReply, self.connector)
         assert isinstance(reply, ValidatorReply)
-        return Verdict(passed=reply.passed, reason=f"{reply.reason or 'no reason given'} ({self.helper.name})",
+        said = their_line(reply.reason) or "no reason given"
+        return Verdict(passed=reply.passed, reason=f"{said} ({self.helper.name})",
                        score=reply.score, evidence=reply.suggestions, model=f"target:{self.helper.name}")

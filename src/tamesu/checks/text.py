@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pydantic import Field, field_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
+from tamesu.checks._quote import quote, quote_turns
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.matching import shown
@@ -66,6 +67,7 @@ class _Transcript:
     def __init__(self, run: RunView, speech: bool = True) -> None:
         self.text = run.agent_text()
         self.turn_count = len(run.exchanges)
+        self.turns = [e.agent.text for e in run.exchanges if e.agent.text]
         self.refusals = [f"HTTP {e.agent.status} on turn {e.index}" for e in run.exchanges
                          if e.agent.status is not None and e.agent.status >= 400]
         """The turns answered with an HTTP error status: an agent that said nothing because its server refused
@@ -100,7 +102,7 @@ class _Transcript:
             refused = f" (its answers: {', '.join(self.refusals[:3])}{', ...' if len(self.refusals) > 3 else ''})" \
                 if self.refusals else ""
             return f"the agent said nothing in {self.turn_count} turn(s){refused}"
-        return f"{what} in {self.turn_count} turn(s) of agent text: {shown(self.text)}"
+        return f"{what} in {self.turn_count} turn(s) of agent text: {quote_turns(self.turns)}"
 
 
 def _find(text: str, needle: str, ignore_case: bool) -> int:
@@ -181,7 +183,7 @@ class NotContains(_TextCheck):
                 return Verdict(
                     passed=False,
                     reason=f"expected the agent never to say {shown(needle)}; "
-                    f"{transcript.where(hit)} said: {shown(hit.snippet)}",
+                    f"{transcript.where(hit)} said: {quote(hit.snippet)}",
                     evidence=[hit.snippet],
                 )
             if (match := self._heard(transcript, needle)) is not None:
@@ -228,12 +230,12 @@ class Regex(_PatternCheck):
                 reason=f"expected a match for /{self.spec.pattern}/; {transcript.missing('none')}",
             )
         hit = transcript.hit(match.start(), match.end())
-        return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {shown(match.group(0))}",
+        return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {quote(match.group(0), 120)}",
                        evidence=[hit.snippet])
 
     def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
-        return Verdict(passed=True, reason=f"turn {heard.where} matches as spoken ({shown(match.string)}): "
-                                           f"{shown(match.group(0))}", evidence=[heard.text])
+        return Verdict(passed=True, reason=f"turn {heard.where} matches as spoken ({quote(match.string, 120)}): "
+                                           f"{quote(match.group(0), 120)}", evidence=[heard.text])
 
 
 @register("checks", "not_regex")
@@ -250,11 +252,11 @@ class NotRegex(_PatternCheck):
         return Verdict(
             passed=False,
             reason=f"expected no match for /{self.spec.pattern}/; {transcript.where(hit)} has "
-            f"{shown(match.group(0))}",
+            f"{quote(match.group(0), 120)}",
             evidence=[hit.snippet],
         )
 
     def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
         return Verdict(passed=False, reason=f"expected no match for /{self.spec.pattern}/; turn {heard.where} "
-                                            f"has {shown(match.group(0))} as spoken ({shown(match.string)})",
+                                            f"has {quote(match.group(0), 120)} as spoken ({quote(match.string, 120)})",
                        evidence=[heard.text])

@@ -13,7 +13,9 @@ agent records `gen_ai.tool.call.arguments`). Every reason says which source it r
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
+from itertools import groupby
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -64,8 +66,26 @@ def _tool_calls(run: RunView) -> tuple[list[ToolCall], str, Unheard | None]:
     return calls, " (from the agent's spans)", missing
 
 
+NAMED = 20
+"""Tools (or runs of one tool) a reason names before it counts the rest: an agent looping on one tool made
+hundreds of calls, each named, in the one line a failure is shown in."""
+
+
 def _names(calls: list[ToolCall]) -> str:
-    return ", ".join(c.name for c in calls) if calls else "none"
+    """Each tool called, once, with how often when more than once: `lookup_order ×300, refund`."""
+    if not calls:
+        return "none"
+    counts = Counter(c.name for c in calls)
+    said = [name if n == 1 else f"{name} ×{n}" for name, n in counts.items()]
+    return ", ".join(said[:NAMED]) + (f", … and {len(said) - NAMED} more tools" if len(said) > NAMED else "")
+
+
+def _sequence(calls: list[ToolCall]) -> str:
+    """The calls in order, a run of one tool said once with its count: `lookup_order ×300 -> refund`."""
+    runs = [(name, len(list(group))) for name, group in groupby(c.name for c in calls)]
+    said = [name if n == 1 else f"{name} ×{n}" for name, n in runs]
+    more = sum(n for _, n in runs[NAMED:])
+    return " -> ".join(said[:NAMED]) + (f" -> … and {more} more calls" if more else "")
 
 
 def _turn(call: ToolCall) -> str:
@@ -168,7 +188,7 @@ class ToolSequence(Check[SequenceSpec]):
             return template_failed(exc)
         calls, source, missing = _tool_calls(run)
         order = " -> ".join(spec.label() for spec in self.spec.calls)
-        found = " -> ".join(c.name for c in calls) or "no tool calls"
+        found = _sequence(calls) or "no tool calls"
         problem = _strict_problem(wanted, calls) if self.spec.strict else _in_order_problem(wanted, calls)
         # calls in a trace that never came may fall anywhere: only calls found in order, others allowed
         # between, are decided by what came

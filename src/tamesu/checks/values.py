@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator
 
 from tamesu.checks._compare import as_text, template_failed
+from tamesu.checks._quote import quote
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import compile_path, locate
 from tamesu.errors import TemplateError
@@ -73,7 +74,7 @@ class Equals(Check[EqualsSpec]):
         expected = as_text(wanted)
         if text.strip() == expected.strip():
             return Verdict(passed=True, reason=f"{where} is exactly {shown(expected)}")
-        return Verdict(passed=False, reason=f"expected exactly {shown(expected)}, {where} said {shown(text)}")
+        return Verdict(passed=False, reason=f"expected exactly {shown(expected)}, {where} said {quote(text, 120)}")
 
 
 def _json_equal(found: object, expected: object) -> bool:

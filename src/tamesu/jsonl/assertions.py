@@ -196,4 +196,6 @@ def _validator(spec: SpecAssertion, resolver: Resolver) -> object:
         model = resolver.model_for(connector or name)
     except ValueError as exc:
         raise AssertionProblem(("options", "connector") if connector else ("use",), str(exc)) from None
-    return _engine({"judge": {"rubric": criteria_rubric(spec.metadata), "model": model}}, spec)
+    judge = _engine({"judge": {"rubric": criteria_rubric(spec.metadata), "model": model}}, spec)
+    judge.names_rubric = False  # the assertion's label quotes the criteria
+    return judge

@@ -19,6 +19,9 @@ from tamesu.results.records import TestResult
 _ICONS = {"passed": "✅", "failed": "❌", "error": "💥", "quarantined": "🟡", "skipped": "⏭️", "inconclusive": "❔"}
 LIMIT = 50
 """Rows per list; the rest is counted, not shown."""
+WHY = 2000
+"""Characters of a reason a row shows: the whole one line the other reports show, but for a line few checks write
+(a pack whose many parts failed, a plug-in's own verdict): GitHub refuses a job summary over 1 MiB, 50 rows of it."""
 
 
 def _flat(text: str, limit: int) -> str:
@@ -57,9 +60,16 @@ def headline(run: LoadedRun) -> str:
     return ", ".join(parts)
 
 
+def _reason(text: str) -> str:
+    """A reason as a cell: whole, escaped and on one line; one longer than `WHY` cut, saying so."""
+    length = len(" ".join(text.split()))
+    cut = f" (cut at {WHY} of {length} characters: report.json has the whole line)" if length > WHY else ""
+    return _cell(text, WHY) + cut
+
+
 def _why(result: TestResult) -> str:
     """The failure, then the count of checks its root cause kept from grading, as the console and JUnit say it."""
-    said = _cell(failure_reason(result))
+    said = _reason(failure_reason(result))
     counted = next((run for run in result.runs if run.not_evaluated), None)
     if counted is not None:
         said += "<br>" + not_evaluated(counted.not_evaluated, bool(counted.error))
@@ -124,13 +134,13 @@ def render_markdown(run: LoadedRun, comparison: Comparison | None = None) -> str
         lines += ["", f"#### Compared with `{comparison.baseline}`: {comparison.headline()}", ""]
         for change in comparison.regressions[:LIMIT]:
             lines.append(f"- ❌ regression {_code(change.id)}: was {change.before}, now {change.now}: "
-                         f"{_cell(change.reason, 200)}")
+                         f"{_reason(change.reason)}")
         for change in comparison.fixes[:LIMIT]:
             lines.append(f"- ✅ fixed {_code(change.id)} (was {change.before})")
         for change in comparison.quarantined[:LIMIT]:
             lines.append(f"- 🟡 quarantined {_code(change.id)} (was {change.before}; not a regression)")
         for change in comparison.skipped[:LIMIT]:
-            lines.append(f"- ⏭️ skipped now {_code(change.id)} (was {change.before}): {_cell(change.reason, 200)}")
+            lines.append(f"- ⏭️ skipped now {_code(change.id)} (was {change.before}): {_reason(change.reason)}")
         lines.extend(f"- 🆕 new {_code(i)}" for i in comparison.new[:LIMIT])
         lines.extend(f"- ➖ removed {_code(i)}" for i in comparison.removed[:LIMIT])
         lines.extend(f"- {'📉' if m.change is not None and m.change < 0 else '📈'} {_code(m.id)} "
