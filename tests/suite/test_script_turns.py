@@ -34,6 +34,7 @@ def test_a_script_longer_than_the_default_max_turns_is_said_whole(tmp_path: Path
     assert done.returncode == 0, done.stdout + done.stderr
     [result] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
     assert [t["user"]["text"] for t in result["turns"]] == [f"question {n}" for n in range(1, 13)]
+    assert result["end_reason"] == "script_done"  # as a script of fewer turns than max_turns ends
 
 
 def test_a_max_turns_fewer_than_the_scripts_turns_is_the_suites_mistake(tmp_path: Path) -> None:

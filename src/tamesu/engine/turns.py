@@ -18,7 +18,7 @@ from tamesu.errors import InfraError, SuiteProblem, TemplateError
 from tamesu.models.base import Models
 from tamesu.plan import PlannedTest
 from tamesu.roles.extractor import Extractor
-from tamesu.roles.simulator import ModelSimulator, UserSimulator
+from tamesu.roles.simulator import ModelSimulator, ScriptedUser, UserSimulator
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.bounds import DEFAULT_MAX_RESPONSE_BYTES, bound_turn, checked_turn
 from tamesu.targets.handoff_signal import signalled
@@ -152,7 +152,8 @@ async def _talk(
                 return "handoff", None
             if agent.ended:
                 return "agent_ended", None
-        return "max_turns", None
+        # a script said to its last step as the last turn allowed ended as any other script does
+        return ("script_done" if isinstance(user, ScriptedUser) and user.exhausted else "max_turns"), None
     finally:
         try:
             await asyncio.shield(target.close())
