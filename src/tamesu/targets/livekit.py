@@ -45,9 +45,8 @@ from pydantic import Field, model_validator
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
-from tamesu.targets.audio.heard import take_what_was_heard
+from tamesu.targets.audio.heard import not_transcribed, take_what_was_heard
 from tamesu.targets.audio.listen import POLL_S, listen
-from tamesu.targets.audio.within import words_within
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.realtime.spec import audio_mode_available
 from tamesu.types import Strict
@@ -372,16 +371,12 @@ class LiveKitTarget(Target[LiveKitSpec]):
         from tamesu.audio.clip import Clip
         from tamesu.audio.level import pcm16
 
-        pcm = heard.pcm
-
-        async def transcribe() -> str:
-            if len(pcm) < RATE * 2 // 5:  # a fifth of a second or less is nothing
-                return ""
-            said = await self._voice.transcribe_now(Clip(pcm16(pcm), RATE), self.to_ms(heard.spoke_at or started))
-            return str(said)
-
-        turn.text = await words_within(transcribe, started + self.spec.turn_timeout, session=session,
-                                       speech_ms=len(pcm) * 500 / RATE, limit_s=self.spec.turn_timeout)
+        pcm, limit = heard.pcm, self.spec.turn_timeout
+        words = await self._voice.transcribe_by(Clip(pcm16(pcm), RATE), self.to_ms(heard.spoke_at or started),
+                                                started + limit, bound=f"within turn_timeout ({limit:g}s)")
+        if words is None:  # said (transcription_cut): what reads the words would read none of them
+            raise not_transcribed(len(pcm) * 500 / RATE, limit)
+        turn.text = words
         record, measures = self._voice.end_turn(heard=turn.text)
         turn.audio, turn.measures = record, measures
         return turn
