@@ -45,7 +45,7 @@ from pydantic import Field, model_validator
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
-from tamesu.targets.audio.heard import not_transcribed, take_what_was_heard
+from tamesu.targets.audio.heard import not_transcribed, read_after_call, take_what_was_heard
 from tamesu.targets.audio.listen import POLL_S, listen
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.realtime.spec import audio_mode_available
@@ -360,9 +360,7 @@ class LiveKitTarget(Target[LiveKitSpec]):
         session, started = self._session, time.monotonic()
         heard = await listen(self, self._voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
                              now_ms=session.now_ms)
-        if session.reads_reply is not None and not session.reads_reply():
-            # nothing reads its words during the call: transcribed once it is over, not against the agent's CPU
-            self._after_call.append(turn)
+        if read_after_call(session, turn, self._after_call):
             record, measures = self._voice.end_turn(heard=None)
             turn.audio, turn.measures = record, measures
             return turn

@@ -136,6 +136,19 @@ def hung_up(session: Any, heard: Heard, played_to_ms: float, reason: str | None)
                       "audio was still speech when the socket closed, so its reply may be cut short")
 
 
+def read_after_call(session: Any, turn: AgentTurn, after_call: list[AgentTurn], *, talked_over: bool = False) -> bool:
+    """Whether `turn`'s words wait for the call's end: nothing reads them during it (`Session.reads_reply`: a
+    script's `say`s, no capture), or the caller talks over the reply now (transcribing first held the barge-in
+    back by Whisper's seconds, and heard only what had come). It is then in `after_call`, its text what was heard,
+    once the call's audio is transcribed (`take_what_was_heard`), not against the CPU of an agent that shares the
+    machine."""
+    reads = session.reads_reply
+    if not talked_over and (reads is None or reads()):
+        return False
+    after_call.append(turn)
+    return True
+
+
 def take_what_was_heard(talked_over: list[AgentTurn]) -> None:
     """Once the call's audio is transcribed: each reply talked over without words of its own takes what the
     caller heard of it, up to the barge-in."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tamesu.conversation import AgentTurn, Session
+from tamesu.targets.audio.heard import read_after_call
 
 if TYPE_CHECKING:
     from tamesu.audio.conversation import AudioConversation
@@ -15,10 +16,9 @@ if TYPE_CHECKING:
 async def words_of(voice: AudioConversation, session: Session, turn: AgentTurn, pcm: bytes, offset_ms: float,
                    until: float | None, after_call: list[AgentTurn]) -> str | None:
     """`pcm` (8 kHz, from `offset_ms` on the session's clock) transcribed by `until` (`transcribe_by`: None when it
-    was cut); None too when nothing reads `turn`'s words during the call (`Session.reads_reply`): `turn` is then
-    in `after_call`, its text to be what was heard once the call is transcribed (`take_what_was_heard`)."""
-    if session.reads_reply is not None and not session.reads_reply():
-        after_call.append(turn)
+    was cut); None too when nothing reads `turn`'s words during the call: `turn` is then in `after_call`
+    (`read_after_call`)."""
+    if read_after_call(session, turn, after_call):
         return None
     from tamesu.audio.clip import Clip  # numpy: not at the top, so `schema`/`init` read the spec without it
     from tamesu.audio.level import pcm16
