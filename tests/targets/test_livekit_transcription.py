@@ -92,3 +92,22 @@ async def test_a_reply_nothing_reads_during_the_call_is_transcribed_after_it(tmp
     assert ("balance" in turn.text.lower() and "42" in turn.text) or "forty" in turn.text.lower(), turn.text
     (audio,) = events(session, "audio")
     assert (audio["transcribed_during_call"], audio["transcribed_after_call"]) == (0, 1), audio
+
+
+def test_a_cut_in_a_turn_is_the_environments_error_with_the_designs_error_classes_too(tmp_path: Path) -> None:
+    """The cut is raised inside the target's `send`, where an infrastructure error is the agent's side (an
+    `agent_error` event, which JSONL `--yao-errors` counts as the agent's failure): tamesu's speech-to-text being
+    behind is not the agent's, whatever the flag."""
+    from tamesu.engine.fault import agents_side
+    from tamesu.errors import InfraError
+    from tamesu.results.design_classes import design_classes
+    from tamesu.results.records import RunResult
+
+    session = new_session(tmp_path)
+    with pytest.raises(InfraError) as raised, agents_side(session):
+        raise not_transcribed(3000, 10)
+    assert events(session, "agent_error") == []
+    result = RunResult(suite="s", test="t", run=1, status="error", error=str(raised.value), started_at="",
+                       target="lk", target_type="livekit", events=session.events)
+    design_classes(result, None, dynamic=False)  # what --yao-errors does to a run that ended in error
+    assert (result.status, result.error) == ("error", str(raised.value))

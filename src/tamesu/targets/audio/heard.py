@@ -7,12 +7,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tamesu.errors import OwnSideError
+
 if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
     import numpy as np
 
     from tamesu.audio.conversation import AudioConversation
     from tamesu.conversation import AgentTurn
-    from tamesu.errors import InfraError
 
 
 @dataclass
@@ -104,17 +105,15 @@ def wait_until(wait_s: float | None, started: float, grace_s: float) -> float | 
     return end + grace_s if time.monotonic() < end else end
 
 
-def not_transcribed(speech_ms: float, limit_s: float) -> InfraError:
+def not_transcribed(speech_ms: float, limit_s: float) -> OwnSideError:
     """A reply read during the call (a script's next step, a capture, a simulator) whose words were not transcribed
     within its turn's `turn_timeout` (`limit_s`; `transcribe_by`'s None): its speech was heard and what reads its
     words would read none of them, so the run is not decided, the environment's error (exit 3), not the agent's
-    failure."""
-    from tamesu.errors import InfraError
-
-    return InfraError(f"the agent's reply ({speech_ms / 1000:.1f}s of speech) was heard but not transcribed within "
-                      f"turn_timeout ({limit_s:g}s): not decided, what reads its words during the call would read "
-                      "none of them (tamesu's speech-to-text was behind: a loaded machine? a longer turn_timeout "
-                      "gives it time)")
+    failure, whatever flag reclassifies the agent's side (`--yao-errors`)."""
+    return OwnSideError(f"the agent's reply ({speech_ms / 1000:.1f}s of speech) was heard but not transcribed "
+                        f"within turn_timeout ({limit_s:g}s): not decided, what reads its words during the call "
+                        "would read none of them (tamesu's speech-to-text was behind: a loaded machine? a longer "
+                        "turn_timeout gives it time)")
 
 
 def listening_notes(heard: Heard, idle_s: float, fmt: Any, rate_key: str) -> list[tuple[str, dict[str, Any]]]:
