@@ -12,6 +12,7 @@ from tamesu.errors import OwnSideError
 if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
     import numpy as np
 
+    from tamesu.audio.clip import Clip
     from tamesu.audio.conversation import AudioConversation
     from tamesu.conversation import AgentTurn
 
@@ -78,8 +79,7 @@ async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0
     0.2 s of it. A listening begun at `started` (monotonic) for a `wait_for` (listening on for `wait_s`, or a
     greeting a script's first wait is for: `Session.greeting_wait_s`) is transcribed by the wait's end, plus
     `grace_s` when it was heard out before it (`wait_until`): None when the words are not transcribed by then, which
-    is said (`transcription_cut`): the speech was heard."""
-    until = wait_until(voice.session.greeting_wait_s if greeting else wait_s, started, grace_s)
+    is said (`transcription_cut`): the speech was heard. Any other reply within `grace_s` (`words_by`)."""
     if not heard.pcm:
         return ""
     import numpy as np
@@ -90,7 +90,24 @@ async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0
     from tamesu.audio import stt
     from tamesu.audio.clip import Clip
 
-    return await voice.transcribe_by(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0, until)
+    until = wait_until(voice.session.greeting_wait_s if greeting else wait_s, started, grace_s)
+    return await words_by(voice, Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0, until, grace_s)
+
+
+async def words_by(voice: AudioConversation, clip: Clip, offset_ms: float, until: float | None,
+                   limit_s: float) -> str | None:
+    """The words of a reply read during the call: by `until` when a `wait_for` listened for it (`wait_until`;
+    None when they were not, which the wait's step says). Any other (`until` None: a simulator, a capture, a
+    script's next step reads it) within `limit_s`, its turn's turn_timeout, from now that it was heard out, as
+    `wait_until` gives a wait: not transcribed by then, the turn is not decided (`not_transcribed`). Unbounded, a
+    loaded machine's Whisper held the call past every timeout the suite set."""
+    if until is not None:
+        return await voice.transcribe_by(clip, offset_ms, until)
+    words = await voice.transcribe_by(clip, offset_ms, time.monotonic() + limit_s,
+                                      bound=f"within turn_timeout ({limit_s:g}s) after it was heard out")
+    if words is None:
+        raise not_transcribed(clip.duration_ms, limit_s)
+    return words
 
 
 def wait_until(wait_s: float | None, started: float, grace_s: float) -> float | None:

@@ -345,7 +345,7 @@ class SipTarget(Target[SipSpec]):
         # a `wait_for` (listening on for `limit`, or a first one for the greeting): transcribed in its time
         until = wait_until(session.greeting_wait_s if first else limit, started, self.spec.turn_timeout)
         words = await words_of(voice, session, turn, heard.pcm, self.to_ms(heard.spoke_at or time.monotonic()),
-                               until, self._after_call)
+                               until, self.spec.turn_timeout, self._after_call)
         turn.text = words or ""
         turn.raw = [{"speech_ms": round(len(heard.pcm) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
