@@ -66,6 +66,12 @@ class SuiteProblem(InfraError):
     finds). An InfraError, so every guard that ends a run on one ends it on this too."""
 
 
+class OwnSideError(InfraError):
+    """tamesu's own part fell behind while it talked to the target (its speech-to-text had not read a reply by
+    the turn's end): raised where the target's errors are, but never the agent's side (no `agent_error`, which JSONL
+    `--yao-errors` counts as the agent's failure): the environment's error (exit 3), whatever the flag."""
+
+
 class TemplateError(Exception):
     """A template names something that does not exist when it is rendered."""
 

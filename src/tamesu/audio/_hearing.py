@@ -71,10 +71,10 @@ class Hearing:
         self._note()
         return (await stt.transcribe_off_loop(clip, offset_ms)).text
 
-    async def by(self, clip: Clip, offset_ms: float, until: float | None,
+    async def by(self, clip: Clip, offset_ms: float, until: float | None, bound: str,
                  current: Callable[[], TurnAudio | None]) -> str | None:
-        """`now`, done by `until` when given (monotonic); else None, the speech not transcribed recorded in the
-        `current` turn and said (AudioConversation.transcribe_by)."""
+        """`now`, done by `until` when given (monotonic; `bound` says what it is); else None, the speech not
+        transcribed recorded in the `current` turn and said (AudioConversation.transcribe_by)."""
         if clip.duration_ms < 200:
             return ""
         if until is None:
@@ -91,7 +91,7 @@ class Hearing:
                 turn.untranscribed_ms = cut_ms
             self.session.event("transcription_cut", from_ms=round(offset_ms, 1), heard_ms=cut_ms,
                                note=f"{cut_ms / 1000:.1f}s of the agent's speech was heard but not transcribed "
-                                    "in the wait_for's time: the turn's text has none of it")
+                                    f"{bound}: the turn's text has none of it")
             return None
 
     async def done(self) -> None:

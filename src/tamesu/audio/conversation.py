@@ -396,12 +396,14 @@ class AudioConversation:
         counted with the other transcriptions in the `audio` event."""
         return await self._hearing.now(clip, offset_ms)
 
-    async def transcribe_by(self, clip: Clip, offset_ms: float, until: float | None) -> str | None:
-        """`transcribe_now`, done by `until` when given (monotonic: a `wait_for`'s end): else None, and the speech
-        heard but not transcribed is recorded in the current turn (`untranscribed_ms`) and said
-        (`transcription_cut`); a job nothing would wait for is not started (the worker is left to the turns still
-        read), and the words are heard after the call, for the record (`end_turn(heard=None)`). Under 0.2 s: ""."""
-        return await self._hearing.by(clip, offset_ms, until, lambda: self._current)
+    async def transcribe_by(self, clip: Clip, offset_ms: float, until: float | None, *,
+                            bound: str = "in the wait_for's time") -> str | None:
+        """`transcribe_now`, done by `until` when given (monotonic: a `wait_for`'s end, or a turn's `turn_timeout`:
+        `bound` says which, as the note ends "heard but not transcribed <bound>"): else None, and the speech heard
+        but not transcribed is recorded in the current turn (`untranscribed_ms`) and said (`transcription_cut`); a
+        job nothing would wait for is not started (the worker is left to the turns still read), and the words are
+        heard after the call, for the record (`end_turn(heard=None)`). Under 0.2 s: ""."""
+        return await self._hearing.by(clip, offset_ms, until, bound, lambda: self._current)
 
     def close_barge_in(self) -> float | None:
         """The stop time of the last barge-in, once its reply's audio has ended: interruption_stop_ms."""

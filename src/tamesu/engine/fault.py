@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 
 from tamesu.conversation import Exchange, Session
-from tamesu.errors import InfraError, SuiteProblem
+from tamesu.errors import InfraError, OwnSideError, SuiteProblem
 from tamesu.models.base import ModelError
 from tamesu.models.client import ModelRegistry
 from tamesu.plan import PlannedTest
@@ -34,8 +34,9 @@ class _AgentsSide:
         return None
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _: TracebackType | None) -> None:
-        # a SuiteProblem (a visual baseline not written yet) is the suite's, not the agent's side
-        if isinstance(exc, InfraError | ModelError) and not isinstance(exc, SuiteProblem):
+        # a SuiteProblem (a visual baseline not written yet) is the suite's, an OwnSideError (tamesu's
+        # speech-to-text behind the call) the environment's: neither is the agent's side
+        if isinstance(exc, InfraError | ModelError) and not isinstance(exc, SuiteProblem | OwnSideError):
             self._session.event("agent_error", reason=str(exc))
         # returns None: the exception is raised on as it was
 

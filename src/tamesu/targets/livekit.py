@@ -45,9 +45,8 @@ from pydantic import Field, model_validator
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
-from tamesu.targets.audio.heard import take_what_was_heard
+from tamesu.targets.audio.heard import not_transcribed, read_after_call, take_what_was_heard
 from tamesu.targets.audio.listen import POLL_S, listen
-from tamesu.targets.audio.within import words_within
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.realtime.spec import audio_mode_available
 from tamesu.types import Strict
@@ -361,9 +360,7 @@ class LiveKitTarget(Target[LiveKitSpec]):
         session, started = self._session, time.monotonic()
         heard = await listen(self, self._voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
                              now_ms=session.now_ms)
-        if session.reads_reply is not None and not session.reads_reply():
-            # nothing reads its words during the call: transcribed once it is over, not against the agent's CPU
-            self._after_call.append(turn)
+        if read_after_call(session, turn, self._after_call):
             record, measures = self._voice.end_turn(heard=None)
             turn.audio, turn.measures = record, measures
             return turn
@@ -372,16 +369,12 @@ class LiveKitTarget(Target[LiveKitSpec]):
         from tamesu.audio.clip import Clip
         from tamesu.audio.level import pcm16
 
-        pcm = heard.pcm
-
-        async def transcribe() -> str:
-            if len(pcm) < RATE * 2 // 5:  # a fifth of a second or less is nothing
-                return ""
-            said = await self._voice.transcribe_now(Clip(pcm16(pcm), RATE), self.to_ms(heard.spoke_at or started))
-            return str(said)
-
-        turn.text = await words_within(transcribe, started + self.spec.turn_timeout, session=session,
-                                       speech_ms=len(pcm) * 500 / RATE, limit_s=self.spec.turn_timeout)
+        pcm, limit = heard.pcm, self.spec.turn_timeout
+        words = await self._voice.transcribe_by(Clip(pcm16(pcm), RATE), self.to_ms(heard.spoke_at or started),
+                                                started + limit, bound=f"within turn_timeout ({limit:g}s)")
+        if words is None:  # said (transcription_cut): what reads the words would read none of them
+            raise not_transcribed(len(pcm) * 500 / RATE, limit)
+        turn.text = words
         record, measures = self._voice.end_turn(heard=turn.text)
         turn.audio, turn.measures = record, measures
         return turn

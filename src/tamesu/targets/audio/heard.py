@@ -7,9 +7,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tamesu.errors import OwnSideError
+
 if TYPE_CHECKING:  # numpy comes with the voice extra: a text-mode target of this kind runs without it
     import numpy as np
 
+    from tamesu.audio.clip import Clip
     from tamesu.audio.conversation import AudioConversation
     from tamesu.conversation import AgentTurn
 
@@ -76,8 +79,7 @@ async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0
     0.2 s of it. A listening begun at `started` (monotonic) for a `wait_for` (listening on for `wait_s`, or a
     greeting a script's first wait is for: `Session.greeting_wait_s`) is transcribed by the wait's end, plus
     `grace_s` when it was heard out before it (`wait_until`): None when the words are not transcribed by then, which
-    is said (`transcription_cut`): the speech was heard."""
-    until = wait_until(voice.session.greeting_wait_s if greeting else wait_s, started, grace_s)
+    is said (`transcription_cut`): the speech was heard. Any other reply within `grace_s` (`words_by`)."""
     if not heard.pcm:
         return ""
     import numpy as np
@@ -88,7 +90,24 @@ async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0
     from tamesu.audio import stt
     from tamesu.audio.clip import Clip
 
-    return await voice.transcribe_by(Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0, until)
+    until = wait_until(voice.session.greeting_wait_s if greeting else wait_s, started, grace_s)
+    return await words_by(voice, Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0, until, grace_s)
+
+
+async def words_by(voice: AudioConversation, clip: Clip, offset_ms: float, until: float | None,
+                   limit_s: float) -> str | None:
+    """The words of a reply read during the call: by `until` when a `wait_for` listened for it (`wait_until`;
+    None when they were not, which the wait's step says). Any other (`until` None: a simulator, a capture, a
+    script's next step reads it) within `limit_s`, its turn's turn_timeout, from now that it was heard out, as
+    `wait_until` gives a wait: not transcribed by then, the turn is not decided (`not_transcribed`). Unbounded, a
+    loaded machine's Whisper held the call past every timeout the suite set."""
+    if until is not None:
+        return await voice.transcribe_by(clip, offset_ms, until)
+    words = await voice.transcribe_by(clip, offset_ms, time.monotonic() + limit_s,
+                                      bound=f"within turn_timeout ({limit_s:g}s) after it was heard out")
+    if words is None:
+        raise not_transcribed(clip.duration_ms, limit_s)
+    return words
 
 
 def wait_until(wait_s: float | None, started: float, grace_s: float) -> float | None:
@@ -101,6 +120,17 @@ def wait_until(wait_s: float | None, started: float, grace_s: float) -> float | 
         return None
     end = started + wait_s
     return end + grace_s if time.monotonic() < end else end
+
+
+def not_transcribed(speech_ms: float, limit_s: float) -> OwnSideError:
+    """A reply read during the call (a script's next step, a capture, a simulator) whose words were not transcribed
+    within its turn's `turn_timeout` (`limit_s`; `transcribe_by`'s None): its speech was heard and what reads its
+    words would read none of them, so the run is not decided, the environment's error (exit 3), not the agent's
+    failure, whatever flag reclassifies the agent's side (`--yao-errors`)."""
+    return OwnSideError(f"the agent's reply ({speech_ms / 1000:.1f}s of speech) was heard but not transcribed "
+                        f"within turn_timeout ({limit_s:g}s): not decided, what reads its words during the call "
+                        "would read none of them (tamesu's speech-to-text was behind: a loaded machine? a longer "
+                        "turn_timeout gives it time)")
 
 
 def listening_notes(heard: Heard, idle_s: float, fmt: Any, rate_key: str) -> list[tuple[str, dict[str, Any]]]:
@@ -120,6 +150,19 @@ def hung_up(session: Any, heard: Heard, played_to_ms: float, reason: str | None)
     if heard.quiet_from is not None and abs(played_to_ms - heard.quiet_from) < 1:
         session.event("agent_hung_up_mid_speech", at_ms=round(heard.quiet_from, 1), reason=f"{reason}: its "
                       "audio was still speech when the socket closed, so its reply may be cut short")
+
+
+def read_after_call(session: Any, turn: AgentTurn, after_call: list[AgentTurn], *, talked_over: bool = False) -> bool:
+    """Whether `turn`'s words wait for the call's end: nothing reads them during it (`Session.reads_reply`: a
+    script's `say`s, no capture), or the caller talks over the reply now (transcribing first held the barge-in
+    back by Whisper's seconds, and heard only what had come). It is then in `after_call`, its text what was heard,
+    once the call's audio is transcribed (`take_what_was_heard`), not against the CPU of an agent that shares the
+    machine."""
+    reads = session.reads_reply
+    if not talked_over and (reads is None or reads()):
+        return False
+    after_call.append(turn)
+    return True
 
 
 def take_what_was_heard(talked_over: list[AgentTurn]) -> None:

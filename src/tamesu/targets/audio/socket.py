@@ -33,7 +33,15 @@ from tamesu.targets.audio._call_trace import CallTrace
 from tamesu.targets.audio._chunk import take_chunk
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
 from tamesu.targets.audio.hear_out import hear_out
-from tamesu.targets.audio.heard import Heard, hung_up, listening_notes, take_what_was_heard, transcribed, unheard
+from tamesu.targets.audio.heard import (
+    Heard,
+    hung_up,
+    listening_notes,
+    read_after_call,
+    take_what_was_heard,
+    transcribed,
+    unheard,
+)
 from tamesu.targets.audio.listen import POLL_S, ended_late
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SpecT, Target
@@ -346,12 +354,9 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
         if problem := self._pace_problem(heard, flood):
             raise TurnError(problem, raw=heard.controls)
         own, words = self._own_words(heard), None
-        if not own and (interrupted or not (session.reads_reply is None or session.reads_reply())):
-            # the user talks over it now: transcribing first held the barge-in back by Whisper's time (seconds, loaded)
-            # and heard only what had come; its text is what the caller heard up to the barge-in (take_what_was_heard).
-            # Nothing reads it during the call: it is transcribed after, with the others, not against the agent's CPU
-            self._heard_after_stop.append(turn)
-        else:  # a `wait_for`'s listening is transcribed within its time (wait_until; what it did not hear is said)
+        # a reply put aside (read_after_call) is what the caller heard of it, up to a barge-in, once the call is over;
+        # a `wait_for`'s listening is transcribed within its time (wait_until; what it did not hear is said)
+        if own or not read_after_call(session, turn, self._heard_after_stop, talked_over=interrupted):
             words = own or await transcribed(self._require_voice(), heard, started, wait_s, greeting, limit)
         turn.text = words or ""
         turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]

@@ -39,6 +39,7 @@ from tamesu.plugins import register
 from tamesu.targets.audio.heard import take_what_was_heard, wait_until
 from tamesu.targets.audio.listen import listen
 from tamesu.targets.base import Target
+from tamesu.targets.sip._not_connected import credentials_hint, not_reached, unregistered
 from tamesu.targets.sip._trigger import run_trigger
 from tamesu.targets.sip._words import words_of
 from tamesu.targets.sip.spec import SipSpec
@@ -47,7 +48,7 @@ from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
 
 if TYPE_CHECKING:
     from tamesu.audio.conversation import AudioConversation
-    from tamesu.targets.sip.phone import CallState, SipPhone
+    from tamesu.targets.sip.phone import SipPhone
 
 __all__ = ["SipSpec", "SipTarget"]
 
@@ -56,8 +57,6 @@ DECLINED_CODES = {603}
 """The callee (or a person at the agent's end) turned the call down: an outcome, like busy, not a failure."""
 NO_ANSWER_CODES = {408, 480, 487}
 NOT_ACCEPTABLE_HERE = 488
-REQUEST_TIMEOUT = 408
-AUTH_CHALLENGES = {401, 407}
 WORDS_OUT_TIMEOUT_S = 3.0
 """How long the caller's queued words may take to leave the SIP worker before their handing over counts."""
 
@@ -189,25 +188,27 @@ class SipTarget(Target[SipSpec]):
                              f"{call.not_placed}")
         if call.registration is not None:
             session.event("sip_registration", code=call.registration[0], reason=call.registration[1])
-        unregistered = call.registration_unanswered or (state is None and call.registration is None)
-        if self._registrar is not None and unregistered:
-            self._unregistered(at_ring_timeout=not call.registration_unanswered)
+        not_registered = call.registration_unanswered or (state is None and call.registration is None)
+        if self._registrar is not None and not_registered:
+            raise unregistered(self._what, self._registrar, self.spec, self._started,
+                               at_ring_timeout=not call.registration_unanswered)
         if (refused := call.registration_refused) is not None:
             self._end("error", session, code=call.registration[0] if call.registration else 0, reason=refused)
             code = call.registration[0] if call.registration else 0
-            self._refused = f"the trunk refused the registration: {refused}{self._credentials_hint(code)}; the call " \
-                "was not placed"
+            self._refused = f"the trunk refused the registration: {refused}{credentials_hint(self.spec, code)}; " \
+                "the call was not placed"
             return
         never_rang = call.incoming is None and call.first("early") is None
         if state is not None and state.state == "disconnected" and state.unreached and never_rang:
-            self._not_reached(session, state)  # the INVITE failed on its way (no such host, a TCP port closed)
+            # the INVITE failed on its way (no such host, a TCP port closed)
+            raise not_reached(self._what, session.redactor.text(self._to), self.spec, state, self._started)
         if state is None:
             await self._require_phone().hangup()
             await self._require_phone().wait_for(["disconnected"], 3)
             if never_rang:
                 # dialled, and it never even rang: nothing at that address took the INVITE (a closed port, a
                 # wrong host), where tamesu was sent, not the agent's outcome
-                self._not_reached(session, None)
+                raise not_reached(self._what, session.redactor.text(self._to), self.spec, None, self._started)
             self._end("no_answer", session, reason=f"no answer within {self.spec.ring_timeout:g}s")
             self._unanswered = f"the call was not answered within {self.spec.ring_timeout:g}s (no_answer)"
             return
@@ -228,7 +229,7 @@ class SipTarget(Target[SipSpec]):
                 self._refused = f"the call was refused: {state.code} {state.reason}".strip()
                 if state.code == NOT_ACCEPTABLE_HERE:  # the SDP's offer: tamesu's codecs, which the status leaves out
                     self._refused += " (no audio codec in common: tamesu offers PCMU and PCMA, G.711)"
-                self._refused += self._credentials_hint(state.code)
+                self._refused += credentials_hint(self.spec, state.code)
             else:
                 what = {"busy": "busy", "declined": "declined"}.get(by, "not answered")
                 self._unanswered = f"the call was {what}: {state.code} {state.reason} ({by})"
@@ -242,40 +243,6 @@ class SipTarget(Target[SipSpec]):
         if rang_at is not None:
             self._metrics["ring_ms"] = round((state.at - rang_at) * 1000, 3)
         session.event("sip_state", state="confirmed", code=state.code)
-
-    def _credentials_hint(self, code: int) -> str:
-        """What to check when a challenge (401, 407) was the last word: PJSIP answers one once, with the trunk's
-        credentials when they are for its realm, and gives up with the challenge's own status."""
-        if code not in AUTH_CHALLENGES:
-            return ""
-        trunk = self.spec.trunk
-        if trunk is None or not trunk.username:
-            where = "set trunk.username and trunk.password" if trunk is not None else \
-                "a call gets them from its `trunk` (username, password)"
-            return f" (it asks for credentials and the target gives none: {where})"
-        realm = f", and trunk.realm ({trunk.realm!r}) against the realm it asks for" if trunk.realm != "*" else ""
-        return f" (the credentials were not taken: check trunk.username and trunk.password{realm})"
-
-    def _not_reached(self, session: Session, state: CallState | None) -> None:
-        """The INVITE reached nothing: where tamesu was sent is wrong (or the agent is down), so the environment's
-        fault; it read as the agent refusing the call (`502 gethostbyname() has returned error`) or not answering."""
-        to = session.redactor.text(self._to)
-        if state is not None and state.code != REQUEST_TIMEOUT:  # PJSIP's own status: the transport's error
-            raise InfraError(f"{self._what}: the call to {to} did not get through: {state.reason}: is the address "
-                             "right, is the agent running?")
-        waited = f"{self.spec.ring_timeout:g}s" if state is None else f"{state.at - self._started:.0f}s"
-        raise InfraError(f"{self._what}: nothing answered the call to {to} within {waited}, and it never rang: is "
-                         "the address right, is the agent running?")
-
-    def _unregistered(self, *, at_ring_timeout: bool) -> None:
-        """The REGISTER the call waits for went unanswered: where tamesu was sent (or a registrar that is down), so
-        the environment's fault; it read as an unanswered call, or as the trunk refusing with 408."""
-        assert self._registrar is not None and self.spec.trunk is not None
-        waited = f"{self.spec.ring_timeout:g}s (ring_timeout)" if at_ring_timeout else \
-            f"{time.monotonic() - self._started:.0f}s (PJSIP stopped resending it)"
-        raise InfraError(f"{self._what}: the registrar {self._registrar} never answered the REGISTER within {waited}: "
-                         f"check trunk.host and trunk.port, and that a registrar runs there taking SIP over "
-                         f"{self.spec.trunk.transport}; the call was not placed")
 
     def _end(self, by: str, session: Session, *, code: int = 0, reason: str = "") -> None:
         if self._ended_by is None:
@@ -378,7 +345,7 @@ class SipTarget(Target[SipSpec]):
         # a `wait_for` (listening on for `limit`, or a first one for the greeting): transcribed in its time
         until = wait_until(session.greeting_wait_s if first else limit, started, self.spec.turn_timeout)
         words = await words_of(voice, session, turn, heard.pcm, self.to_ms(heard.spoke_at or time.monotonic()),
-                               until, self._after_call)
+                               until, self.spec.turn_timeout, self._after_call)
         turn.text = words or ""
         turn.raw = [{"speech_ms": round(len(heard.pcm) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
