@@ -25,7 +25,10 @@ from sessions import events, new_session
 from tamesu.conversation import UserTurn
 from tamesu.errors import OwnSideError
 
-pytestmark = [pytest.mark.audio, needs_voice, pytest.mark.timeout(300)]
+# a job still waiting for the stopped worker fails as a PoolError, never an exception of its thread (a ValueError
+# of the closed pipe escaped the warm-up's thread)
+pytestmark = [pytest.mark.audio, needs_voice, pytest.mark.timeout(300),
+              pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")]
 
 TURN_TIMEOUT_S = 4.0
 """Longer than the burst agent's answer (2 s) and `idle` (1 s): the listening itself ends in time."""
@@ -45,7 +48,7 @@ async def _long_speech(seconds: float) -> Any:
 async def _busy_worker() -> list[asyncio.Task[Any]]:
     """Real transcriptions queued in tamesu's speech worker ahead of the reply's: 8 of 2 minutes of speech each, some
     20 s of Whisper on an idle machine (a 39 s clip took 1.3 s at load 5), longer than any reply here takes to come
-    and its turn_timeout. Cancelled once the turn is over: only the one in hand runs on."""
+    and its turn_timeout. Freed once the turn is over (`_free`)."""
     from tamesu.audio import stt
 
     busy = await _long_speech(120)
@@ -54,8 +57,14 @@ async def _busy_worker() -> list[asyncio.Task[Any]]:
 
 
 async def _free(ahead: list[asyncio.Task[Any]]) -> None:
+    """The queued transcriptions gone: a cancelled task leaves its thread waiting for the worker, which would run
+    them all, minutes of Whisper that the next audio tests of this process (and the other lanes' real-time ones)
+    would wait behind. The worker is stopped instead; the next job starts another."""
+    from tamesu.audio import pool
+
     for task in ahead:
         task.cancel()
+    await asyncio.to_thread(pool.shutdown)
     await asyncio.gather(*ahead, return_exceptions=True)
 
 

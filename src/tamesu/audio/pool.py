@@ -95,7 +95,7 @@ class Worker:
             pickle.dump((name, args), requests, protocol=pickle.HIGHEST_PROTOCOL)
             requests.flush()
             ok, value = pickle.load(replies)
-        except (OSError, EOFError, pickle.UnpicklingError):
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError):  # ValueError: its pipe closed by a stop
             raise PoolError(f"the speech worker (pid {self.pid}) died during {name}") from None
         if not ok:
             raise PoolError(f"{name} failed in the speech worker: {value}")

@@ -47,8 +47,8 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "agent_hung_up_mid_speech": ("call", "calls", "closed by the agent while its audio was still speech"),
     "barge_in_late": ("barge-in", "barge-ins", "started later than the persona's behaviour drew (its words were "
                       "not ready)"),
-    "transcription_cut": ("agent utterance", "agent utterances", "heard but not transcribed in their wait_for's "
-                          "time"),
+    "transcription_cut": ("agent utterance", "agent utterances", "heard but not transcribed in time (a wait_for's, "
+                          "or turn_timeout after they were heard out)"),
     "audio_slow_pace": ("agent reply", "agent replies", "streamed at a usual sample rate's fraction of real time"),
     "chat_unread": ("chat turn", "chat turns", "followed by widget messages no turn read (a greeting the widget "
                     "writes late reads each answer a turn late: chat.greeting)"),
