@@ -108,6 +108,7 @@ class CaseUser(UserSimulator):
         self._static = static
         self._said = 0
         self._simulator = self._make_simulator(simulator, seed)
+        self.rerun_with = self._simulator.rerun_with if self._simulator is not None else None
         self._reasoning: str | None = None
 
     def _make_simulator(self, ref: SimulatorRef | None, seed: int) -> UserSimulator | None:

@@ -48,6 +48,11 @@ class UserAction:
 class UserSimulator(ABC):
     """Anything that plays the user: a script, a model with a persona, another agent."""
 
+    rerun_with: str | None = None
+    """What a run made again after the simulated user spoiled it (`retries_inconclusive`) may play differently
+    with, said after "running it again"; None when nothing it reads changes: a script reads no seed, and would
+    play the same (the run is not made again)."""
+
     skipped: str | None = None
     """Set when the user side had no input to give and the run counts as skipped, with the reason (a JSONL
     test with `on_missing_input: skip`). Only the assertions of the turns that happened are graded."""
@@ -200,6 +205,8 @@ class ModelSimulator(UserSimulator):
     `goal_achieved`, or `simulator_stopped` (the user hangs up). A model that gives no usable answer
     within `attempts` is an infrastructure error of the run (InfraError), not a failure of the agent.
     """
+
+    rerun_with = "with a new seed"
 
     def __init__(
         self,
