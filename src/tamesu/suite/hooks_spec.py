@@ -88,10 +88,16 @@ class HookSpec(Strict):
                              "headers or body)")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: object) -> object:
+        # a before-validator: the exported JSON schema takes a string for the hook from it (`cli.schema_export`)
+        return {"run": value} if isinstance(value, str) else value
+
     @model_validator(mode="wrap")
     @classmethod
     def _one_kind(cls, value: object, handler: ModelWrapValidatorHandler[HookSpec]) -> HookSpec:
-        value = {"run": value} if isinstance(value, str) else value
+        value = {"run": value} if isinstance(value, str) else value  # whichever of the two runs first
         # told from what was written, so a hook with both kinds (or neither) says so beside its other problems,
         # not only once they are fixed (an after-validator runs only on a hook that is otherwise valid)
         wrong = isinstance(value, dict) and (value.get("run") is None) == (value.get("http") is None)
