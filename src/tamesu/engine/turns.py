@@ -32,8 +32,10 @@ async def _spans_so_far(test: PlannedTest, user: UserSimulator, spans: RunSpans 
     """The agent's spans of the turns so far handed to a user side that decides by them (a JSONL case's
     checkpoint over them), once they came: waited for as a run's are before it is graded (`settle`), within
     `traces.wait` of the last turn's end. A backend (`traces.query`) is asked only at the run's end."""
+    if spans is None or not exchanges:  # most runs: no `traces:`, asked nothing more each turn
+        return
     traces = test.suite.traces
-    if spans is None or traces is None or traces.query is not None or not exchanges or not user.reads_spans(exchanges):
+    if traces is None or traces.query is not None or not user.reads_spans(exchanges):
         return
     await spans.settle(traces.wait, [t for e in exchanges if (t := e.agent.trace_id)])
     user.spans_came(list(spans.kept))
