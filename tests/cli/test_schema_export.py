@@ -221,3 +221,13 @@ def test_a_project_with_no_suites_of_its_own_is_what_the_schema_and_the_loader_b
     # given nothing to load, the list names none: said where it is
     done = tamesu(["validate"], cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.startswith("tamesu.yaml:1:9: suites: the list is empty"), done.stderr
+
+
+def test_a_hook_written_as_its_command_alone_is_one_the_schema_takes(schemas: dict[str, dict]) -> None:
+    # `- "echo hi"` is `- { run: "echo hi" }` to the loader: an editor must not flag it (a hook's validators were
+    # once all made one that wraps the rest, and the schema lost the string)
+    suite = {"hooks": {"before_all": ["echo hi", {"run": "echo hi"}]},
+             "targets": {"bot": {"type": "model", "model": "bot"}},
+             "tests": [{"name": "t", "scenario": {"script": [{"say": "hi"}]}}]}
+    assert _errors(schemas["suite"], suite) == []
+    assert _errors(schemas["suite"], {**suite, "hooks": {"before_all": [{"runn": "echo hi"}]}}) != []

@@ -102,6 +102,27 @@ def test_a_request_no_server_could_take_is_a_suite_error_where_written(tmp_path:
     assert said.count("s.tamesu.yaml:") == 4, said  # a template's URL and a command's env are fine
 
 
+def test_every_problem_of_a_hook_is_said_at_once(tmp_path: Path) -> None:
+    # before: a hook's env beside an http: whose url was wrong, and a hook of both kinds (or none) with another
+    # problem, were said only once the url (the other problem) was fixed: one problem a validate
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.format(hooks=(
+        '    - { http: { url: "ftp://x" }, env: { TOKEN: x } }\n'
+        '    - { run: "true", http: { url: "ftp://x" } }\n'
+        '    - { timeout: forever }\n'
+        '    - { http: null, run: "true", env: { TOKEN: x } }\n')))
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert done.returncode == 2, said
+    assert "s.tamesu.yaml:4:22: hooks.before_all[0].http.url: expected an http:// or https:// URL" in said, said
+    assert "s.tamesu.yaml:4:40: hooks.before_all[0].env: env is a command's environment: an http: hook sends " \
+           "none" in said, said
+    assert "s.tamesu.yaml:5:7: hooks.before_all[1]: a hook is either run: <command> or http: {url, ...}" in said
+    assert "s.tamesu.yaml:5:35: hooks.before_all[1].http.url: expected an http:// or https:// URL" in said, said
+    assert "s.tamesu.yaml:6:7: hooks.before_all[2]: a hook is either run: <command> or http: {url, ...}" in said
+    assert "s.tamesu.yaml:6:18: hooks.before_all[2].timeout: expected a duration" in said, said
+    assert said.count("s.tamesu.yaml:") == 6, said  # an http: written null is none: a command's env is fine
+
+
 
 def test_a_refused_request_says_what_the_backend_answered(tmp_path: Path, serve: Callable[[Any], Any]) -> None:
     # before: 'POST URL answered 409, expected a 2xx status', and not a word of the backend's why

@@ -61,7 +61,6 @@ async def test_a_simulator_that_ends_before_its_first_message_is_not_the_agents_
             return None
         """))
     checkpoint = [{"id": "ask", "assertion": {"type": "contains", "value": "type"}}]
-    # (run once: an inconclusive run is made again with a new seed, which a script does not read)
     text = "\n".join(json.dumps({"id": name, "simulator": {"use": f"scripts:quiet:{name}"}, "checkpoints": checkpoint,
                                  "retries_inconclusive": 0}) for name in ("done", "hang_up"))
     outcome, _ = await run_cases(folder, text)
@@ -83,6 +82,29 @@ async def test_a_simulator_that_ends_before_its_first_message_is_not_the_agents_
     (record,) = outcome.records
     assert (record.status, record.fault, record.error) == ("failed", "agent", "missing checkpoints: po")
     assert outcome.exit_code == 1
+
+
+async def test_an_inconclusive_case_a_script_plays_is_not_run_again(expense_agent: ExpenseAgent,
+                                                                     tmp_path: Path) -> None:
+    # before: run 3 times (retries_inconclusive: 2), each "again with a new seed" that a script never reads: the same
+    # inputs, the same end, and a warning each time that was not true. Now once, and the result says why
+    folder = project(tmp_path, expense_agent.url)
+    calls = tmp_path / "calls.txt"
+    (folder / "quiet.py").write_text(textwrap.dedent(f"""\
+        def hang_up(inputs):
+            with open({str(calls)!r}, "a") as out:
+                out.write("called\\n")
+            return None
+        """))
+    case = {"id": "hang_up", "simulator": {"use": "scripts:quiet:hang_up"},
+            "checkpoints": [{"id": "ask", "assertion": {"type": "contains", "value": "type"}}]}
+    outcome, _ = await run_cases(folder, json.dumps(case))  # Quiet: a warning ("running it again") fails the test
+    (record,) = outcome.records
+    assert (record.status, record.fault) == ("inconclusive", "simulated_user"), record
+    assert calls.read_text().splitlines() == ["called"]
+    assert str(record.fault_reason).endswith(
+        "the agent was never asked anything (not run again: a script plays the user, and reads no seed, so a rerun "
+        "would play it the same (retries_inconclusive reruns a model's simulated user with a new seed))"), record
 
 
 def test_records_say_durations_in_whole_milliseconds(expense_agent: ExpenseAgent, tmp_path: Path) -> None:

@@ -89,3 +89,15 @@ async def test_an_answers_body_is_read_whole_through_an_iterator_that_is_no_gene
             assert await answer.aread() == "one two thrée".encode()
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2], ids=["httpx", "httpx2"])
+async def test_a_url_with_credentials_sends_them_once_as_its_authorization(echo: str, module: Any) -> None:
+    # before: "ValueError: Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded in URL":
+    # the client had made the URL's user:password@ its Authorization header, and aiohttp was given both (an a2a
+    # target with such a url crashed reading its card)
+    url = echo.replace("http://", "http://ann:pa55word@")
+    async with module.AsyncClient(transport=aio_transport(module)) as client:
+        answer = await client.post(url, content=b"{}")
+    seen = dict(tuple(pair) for pair in answer.json())
+    assert seen["authorization"] == "Basic YW5uOnBhNTV3b3Jk"  # ann:pa55word

@@ -151,3 +151,35 @@ def test_a_span_metric_past_its_bound_on_what_came_is_the_agents_failure(tmp_pat
     assert reasons["too many"] == (False, "trace_spans_total: expected < 4, found 5"), reasons
     assert not reasons["too many spans"][0] and "not decided" not in reasons["too many spans"][1], reasons
     assert detail["fault"] == "agent", detail
+
+
+def test_spans_of_no_tests_traces_are_counted_as_of_the_runs_that_went_meanwhile(tmp_path: Path, tamesu,
+                                                                                 behind) -> None:
+    # before: a run's warning counted every such span the whole tamesu run had had (the second test of two, one
+    # after the other, said 10 for its own 5), and under --parallel a run's line said the spans of every run going
+    # at once as its own agent's: now its own count, and how many other runs went meanwhile, whose they may be
+    url, receive, _ = behind(traced=False)
+    project(tmp_path, receive, url, TWO_TURNS + TWO_TURNS.replace("name: order", "name: again") + """\
+    assert:
+      - { name: looked it up, tool_called: lookup_order }
+""", traces="wait: 500ms")
+    result = tamesu(["run", "--out", "out", "--parallel", "1"], cwd=tmp_path)
+    said = " ".join(result.stdout.split())
+    assert result.returncode == 3, result.stdout + result.stderr
+    for test in ("order", "again"):
+        _, spans = run_files(tmp_path, test)
+        assert spans["other_spans"] == 5 and spans["runs_alongside"] == 0, spans
+    warned = [w for w in result.stdout.splitlines() if w.startswith("warning: suite/") and "never came" in w]
+    assert len(warned) == 2 and all("; 5 span(s) of traces no test sent did come while it went: an agent that "
+                                    "starts traces" in w for w in warned), warned
+    (tmp_path / "out").rename(tmp_path / "one_by_one")
+    result = tamesu(["run", "--out", "out", "--parallel", "2"], cwd=tmp_path)
+    said = " ".join(result.stdout.split())
+    assert result.returncode == 3, result.stdout + result.stderr
+    detail, spans = run_files(tmp_path, "again")
+    assert spans["runs_alongside"] == 1 and spans["other_spans"] >= 5, spans
+    assert (f"{spans['other_spans']} span(s) of traces no test sent did come meanwhile (while 1 other run went too: "
+            "some may be its): the agent, or a gateway in front of it, starts traces of its own") \
+        in detail["assertions"][0]["reason"], detail["assertions"]
+    assert f"{spans['other_spans']} span(s) of traces no test sent did come while it went (and 1 other run " \
+           "went too: some may be its)" in said, said

@@ -482,8 +482,8 @@ def test_an_agent_that_starts_its_own_traces_is_told_why_none_came(tmp_path: Pat
     _, spans = run_files(tmp_path, "order")
     assert spans["received"] == 0 and len(spans["not_found"]) == 2
     [said] = [line for line in result.stdout.splitlines() if "never came" in line]
-    assert said.endswith("; 5 span(s) of traces no test sent did come: an agent that starts traces of its own "
-                         "instead of continuing the traceparent it is sent has its spans there"), said
+    assert said.endswith("; 5 span(s) of traces no test sent did come while it went: an agent that starts traces of "
+                         "its own instead of continuing the traceparent it is sent has its spans there"), said
 
 
 class RecordsThePin(TracedRestAgent):

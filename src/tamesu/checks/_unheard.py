@@ -34,6 +34,8 @@ class Unheard:
     other_spans: int = 0
     """Spans of traces no run sent that came while the run went: the agent's (or a gateway's before it) that
     started traces of their own instead of continuing the `traceparent` they were sent."""
+    runs_alongside: int = 0
+    """Other runs that went while this one did (`--parallel`): `other_spans` may be of their agents too."""
 
     def __bool__(self) -> bool:
         return bool(self.turns or self.incomplete or self.shared)
@@ -57,6 +59,14 @@ class Unheard:
                         "run each span is of cannot be told (trace_shared)")
         return "; ".join(said)
 
+    def _whose(self) -> str:
+        """The runs that went beside this one, whose the spans of traces no test sent may be too: none of those
+        spans tells which run's agent it is of."""
+        if not self.runs_alongside:
+            return ""
+        runs = "1 other run" if self.runs_alongside == 1 else f"{self.runs_alongside} other runs"
+        return f" (while {runs} went too: some may be {'its' if self.runs_alongside == 1 else 'theirs'})"
+
     def undecided(self, came: str) -> InfraError:
         """What a check raises when what came does not decide it (`came`: what it found among them)."""
         if self.shared:
@@ -68,9 +78,10 @@ class Unheard:
         if self.turns and self.other_spans:
             # the receiver heard the agent, on traces of its own: the header was lost on the way, or not read
             return InfraError(f"{self.words()}, and those that came do not decide it ({came}); {self.other_spans} "
-                              "span(s) of traces no test sent did come meanwhile: the agent, or a gateway in front "
-                              "of it, starts traces of its own instead of continuing the traceparent tamesu sends "
-                              "(a gateway must pass the header on, and the agent's server read it)")
+                              f"span(s) of traces no test sent did come meanwhile{self._whose()}: the agent, or a "
+                              "gateway in front of it, starts traces of its own instead of continuing the "
+                              "traceparent tamesu sends (a gateway must pass the header on, and the agent's server "
+                              "read it)")
         return InfraError(f"{self.words()}, and those that came do not decide it ({came}); raise traces.wait if "
                           f"they come late, or see that {who} to tamesu's receiver")
 
@@ -95,8 +106,10 @@ def unheard(run: RunView) -> Unheard:
     data = next((missing[t] for t in turns), None) or next((partial[t] for t in incomplete), {})
     wait = data.get("wait_s")
     others = data.get("other_spans")
+    beside = data.get("runs_alongside")
     return Unheard(turns, str(data.get("source") or "receiver"), float(wait) if isinstance(wait, int | float)
-                   else None, incomplete, shared, others if isinstance(others, int) else 0)
+                   else None, incomplete, shared, others if isinstance(others, int) else 0,
+                   beside if isinstance(beside, int) else 0)
 
 
 def _turns_said(traces: dict[str, list[int]]) -> str:

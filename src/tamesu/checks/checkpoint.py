@@ -12,14 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tamesu.checks import Assertion
 from tamesu.checks.base import Check, RunView, Verdict
+from tamesu.checks.judge import Judge
+from tamesu.checks.metric import Metric
+from tamesu.checks.span import SpanCheck
+from tamesu.checks.tools import ToolCalled, ToolNotCalled, ToolSequence
 from tamesu.conversation import Exchange
 from tamesu.errors import InfraError
 from tamesu.models.base import ModelError, Models
 from tamesu.suite.templates import Context
+from tamesu.telemetry.genai import from_spans
+from tamesu.telemetry.spans import Span
 from tamesu.types import Strict
 
 
@@ -77,18 +83,27 @@ class Tracker:
         self._by_id = {s.id: s for s in self.states}
         self._checked = 0
         """Agent turns already checked."""
+        self._spans_of: dict[int, int | None] = {}
+        """How many of its spans each checked turn was checked with (None: with none at all, no `traces:` yet)."""
 
     async def catch_up(self, run: RunView) -> None:
         """Check every agent turn not checked yet. A checkpoint counts at the first turn where its
-        assertion holds and everything it waits for was reached (at that turn or before)."""
+        assertion holds and everything it waits for was reached (at that turn or before). A turn checked
+        before is checked again, for a checkpoint over the agent's spans not reached yet, when more of its spans
+        came since (after the wait that followed it, or fetched from a backend at the run's end)."""
         for exchange in run.exchanges:
-            if exchange.index <= self._checked:
-                continue
             view = run.scoped(exchange.index)
+            spans = None if view.spans is None else len(view.spans)
+            earlier = exchange.index <= self._checked
+            if earlier and (spans is None or spans == self._spans_of.get(exchange.index)):
+                continue
+            self._spans_of[exchange.index] = spans
             for state in self.states:  # in dependency order, so a chain may complete within one turn
-                if state.reached_at is not None:
+                if state.reached_at is not None or (earlier and not reads_spans(state.planned.assertion.check)):
                     continue
-                waiting = [d for d in state.planned.spec.after if self._by_id[d].reached_at is None]
+                # one reached at a later turn (checked again: an earlier one) is still waited for at this turn
+                waiting = [d for d in state.planned.spec.after
+                           if (at := self._by_id[d].reached_at) is None or at > exchange.index]
                 if waiting:
                     state.reason = f"waiting for {', '.join(waiting)}"
                     continue
@@ -101,14 +116,22 @@ class Tracker:
                 state.reason = verdict.reason
                 if verdict.passed:
                     state.reached_at = exchange.index
-            self._checked = exchange.index
+            self._checked = max(self._checked, exchange.index)
 
     async def after_turns(self, exchanges: list[Exchange], context: Context, base_dir: Path,
-                          models: Models | None) -> None:
-        """`catch_up` on the conversation so far, as the user side sees it before its next turn."""
+                          models: Models | None, spans: list[Span] | None = None) -> None:
+        """`catch_up` on the conversation so far, as the user side sees it before its next turn; `spans`: the
+        agent's spans of those turns, once they came (the engine waits for them when `reads_spans`)."""
         await self.catch_up(RunView(exchanges=list(exchanges), metrics={}, captured={}, events=[],
                                     tool_calls=[call for e in exchanges for call in e.agent.tool_calls],
-                                    context=context, base_dir=base_dir, models=models))
+                                    context=context, base_dir=base_dir, models=models, spans=spans))
+
+    def reads_spans(self, exchanges: list[Exchange]) -> bool:
+        """Whether a checkpoint not reached yet reads the agent's spans of `exchanges`: only then are they waited
+        for after each turn (within `traces.wait`), as a run's are before it is graded."""
+        answered = any(c.kind in ("tool", "delegation") for e in exchanges for c in e.agent.tool_calls)
+        return any(state.reached_at is None and reads_spans(state.planned.assertion.check, answered)
+                   for state in self.states)
 
     @property
     def done(self) -> bool:
@@ -119,6 +142,19 @@ class Tracker:
 
     def state(self, checkpoint_id: str) -> CheckpointState:
         return self._by_id[checkpoint_id]
+
+
+def reads_spans(check: Check[Any], answered: bool = False) -> bool:
+    """Whether `check` reads the agent's spans: a `span` check, a span metric, a judge shown the trace, and the
+    tool checks unless the target's answers carried tool calls (`answered`: the calls are then those)."""
+    inner: Check[Any] = getattr(check, "inner", check)  # `negate: true` wraps it
+    if answered and isinstance(inner, ToolCalled | ToolNotCalled | ToolSequence):
+        return False
+    if isinstance(inner, Metric):
+        return from_spans(inner.spec.name)
+    if isinstance(inner, Judge):
+        return inner.spec.trace
+    return isinstance(inner, SpanCheck | ToolCalled | ToolNotCalled | ToolSequence)
 
 
 class CheckpointCheck(Check[Strict]):

@@ -81,6 +81,8 @@ class RunOutcome:
     """spans.json, with `traces:`."""
     spent_ms: float = 0.0
     """The time of every attempt and rerun this run took (its result's own `duration_ms` is the last one's)."""
+    rerun_with: str | None = "with a new seed"
+    """What a rerun of this run, had its simulated user spoiled it, may play differently with (`UserSimulator`'s)."""
 
 
 def template_context(test: PlannedTest, secrets: Secrets, captured: dict[str, object], run: dict[str, object],
@@ -269,7 +271,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     result.metrics.update(_spending(run_ledger))
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
     transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges))
-    return RunOutcome(result, transcript, warnings, budget_exceeded, spans_file)
+    return RunOutcome(result, transcript, warnings, budget_exceeded, spans_file,
+                      rerun_with=user.rerun_with if user is not None else None)
 
 
 def crashed_run(inputs: RunInputs, exc: Exception) -> RunOutcome:

@@ -43,6 +43,9 @@ from tamesu.runtime.signals import Interrupted, gentle_stop
 from tamesu.suite.templates import Context, resolve_vars
 from tamesu.telemetry import otel
 
+_SAME_AGAIN = ("not run again: a script plays the user, and reads no seed, so a rerun would play it the same "
+               "(retries_inconclusive reruns a model's simulated user with a new seed)")
+
 
 class Reporter(Protocol):
     def start(self, plan: Plan, tests: list[PlannedTest], run_dir: Path) -> None: ...
@@ -344,10 +347,14 @@ class Runner:
                 outcome.spent_ms = spent
                 if outcome.result.status != "inconclusive" or outcome.budget_exceeded or self.halts.stopped(test):
                     break
+                if outcome.rerun_with is None:
+                    if rerun < test.spec.retries_inconclusive:  # as the result says why it was not
+                        outcome.result.fault_reason = f"{outcome.result.fault_reason} ({_SAME_AGAIN})"
+                    break
                 if rerun < test.spec.retries_inconclusive:
                     self.reporter.warning(
                         f"{test.id}: run {number} is inconclusive ({outcome.result.fault_reason}); running it "
-                        f"again with a new seed ({rerun + 1} of {test.spec.retries_inconclusive})")
+                        f"again {outcome.rerun_with} ({rerun + 1} of {test.spec.retries_inconclusive})")
             assert outcome is not None
             self.halts.run_finished(test, outcome.result, total)
             self.reporter.run_finished(test, outcome.result)

@@ -164,11 +164,13 @@ def spans_warnings(spans_file: SpansFile, traces: SuiteTraces | None) -> list[st
     if spans_file.not_found and traces is not None:
         where = f"were not found in {traces.query.name}" if traces.query is not None else \
             "never came: no span of them reached the receiver"
-        others = traces.collector.dropped.other_spans if traces.query is None else 0
+        # this run's count, not the receiver's since it started: those of runs before it were said with theirs
+        others = spans_file.other_spans if traces.query is None else 0
         # the usual cause: the agent's server is not instrumented to read `traceparent`, so its spans start
         # traces of their own, which the receiver got and could match to no run
-        hint = (f"; {others} span(s) of traces no test sent did come: an agent that starts traces of its own "
-                "instead of continuing the traceparent it is sent has its spans there") if others else ""
+        hint = (f"; {others} span(s) of traces no test sent did come while it went{alongside(spans_file, 'and')}: "
+                "an agent that starts traces of its own instead of continuing the traceparent it is sent has its "
+                "spans there") if others else ""
         said.append(f"{len(spans_file.not_found)} trace(s) of this run {where} within traces.wait "
                     f"({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}{hint}")
     if spans_file.incomplete and traces is not None:
@@ -180,6 +182,16 @@ def spans_warnings(spans_file: SpansFile, traces: SuiteTraces | None) -> list[st
     if spans_file.over_limit:
         said.append(f"{spans_file.over_limit} span(s) past traces.max_spans ({spans_file.max_spans}) were not kept")
     return said
+
+
+def alongside(spans_file: SpansFile, joined: str) -> str:
+    """The runs that went beside this one, whose the spans of traces no test sent may be too (none of them tells
+    which run's agent it is of), said after the count: `(and 1 other run went too: some may be its)`."""
+    count = spans_file.runs_alongside
+    if not count:
+        return ""
+    runs = "1 other run" if count == 1 else f"{count} other runs"
+    return f" ({joined} {runs} went too: some may be {'its' if count == 1 else 'theirs'})"
 
 
 def expect_turn(spans: RunSpans | None, trace_id: str | None, turn: int, parent: str | None = None) -> None:
@@ -199,8 +211,8 @@ def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session,
     waited = {} if traces is None else {
         "wait_s": traces.spec.wait, "source": traces.query.name if traces.query is not None else "receiver"}
     # spans of traces no run sent, come meanwhile: most likely the lost ones, under ids of the agent's own
-    others = {"other_spans": spans_file.other_spans} if spans_file.other_spans and traces is not None and \
-        traces.query is None else {}
+    others = {"other_spans": spans_file.other_spans, "runs_alongside": spans_file.runs_alongside} \
+        if spans_file.other_spans and traces is not None and traces.query is None else {}
     for trace_id in spans_file.not_found:
         turn = next((e.index for e in exchanges if e.agent.trace_id == trace_id), None)
         session.event("trace_not_found", trace_id=trace_id, turn=turn, **waited, **others)

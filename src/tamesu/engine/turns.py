@@ -27,6 +27,20 @@ from tamesu.telemetry.collector import RunSpans, heard_unasked
 from tamesu.telemetry.traceparent import TraceContext
 
 
+async def _spans_so_far(test: PlannedTest, user: UserSimulator, spans: RunSpans | None,
+                        exchanges: list[Exchange]) -> None:
+    """The agent's spans of the turns so far handed to a user side that decides by them (a JSONL case's
+    checkpoint over them), once they came: waited for as a run's are before it is graded (`settle`), within
+    `traces.wait` of the last turn's end. A backend (`traces.query`) is asked only at the run's end."""
+    if spans is None or not exchanges:  # most runs: no `traces:`, asked nothing more each turn
+        return
+    traces = test.suite.traces
+    if traces is None or traces.query is not None or not user.reads_spans(exchanges):
+        return
+    await spans.settle(traces.wait, [t for e in exchanges if (t := e.agent.trace_id)])
+    user.spans_came(list(spans.kept))
+
+
 async def converse(
     test: PlannedTest, session: Session, user: UserSimulator, exchanges: list[Exchange], captured: dict[str, object],
     spans: RunSpans | None = None, made: list[Target[TargetSpec]] | None = None,
@@ -83,6 +97,7 @@ async def _talk(
         simulator = user if isinstance(user, ModelSimulator) else None  # an ABC's check: once, not every turn
         session.next_words = lambda: user.upcoming(session.context)  # a voice synthesises them ahead
         while turns_left > 0:
+            await _spans_so_far(test, user, spans, exchanges)
             try:
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:

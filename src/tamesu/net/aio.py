@@ -168,7 +168,9 @@ def _classes(module: Any) -> tuple[Any, Any]:
             resent = (functools.partial(on_resend, request) if on_resend is not None and in_memory
                       and request.method not in IDEMPOTENT
                       and (self._resend_if is None or self._resend_if(request)) else None)
-            response = await send_or_resend(session, request.method, str(url), options, module=module,
+            # the client sent a URL's `user:password@` as its Authorization header already: aiohttp refuses both
+            sent = str(url.copy_with(userinfo=b"")) if url.userinfo else str(url)
+            response = await send_or_resend(session, request.method, sent, options, module=module,
                                             scheme=scheme, host=host, resent=resent,
                                             client_certificate=self._client_certificate, request=request)
             return module.Response(response.status, headers=response.raw_headers, stream=Body(response, request),

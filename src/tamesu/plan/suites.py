@@ -15,7 +15,7 @@ from tamesu import checks, packs
 from tamesu.checks import Assertion, AssertionProblem
 from tamesu.errors import ConfigError, Problem
 from tamesu.models.spec import OUTER_MODELS
-from tamesu.plan import _fit, _lint
+from tamesu.plan import _fit, _lint, _slo_names
 from tamesu.plan._checks import check_prompted_targets
 from tamesu.plan._expand import expand_test
 from tamesu.plan._templates import (
@@ -114,6 +114,9 @@ def load_plan(
         plan.suites.append(loaded)
         plan.tests.extend(tests)
         plan.warnings.extend(warnings)
+    problems.extend(_slo_names.project_slo_problems(project, [
+        _slo_names.suite_vocabulary(suite, _used_targets(suite.spec, [t for t in plan.tests if t.suite is suite]))
+        for suite in plan.suites]))
     if project.doc is not None and isinstance(project.doc.data, dict):
         # the project's hooks run with every suite: a var any of them (or any test) has may be meant
         known = {*project.spec.vars, *(name for suite in plan.suites for name in suite.spec.vars)}
@@ -233,6 +236,7 @@ def _load_suite(
     warnings.extend(_fit.unfit_defaults(suite, planned, placed, project_placed))
     if (used := _used_targets(spec, planned)) is not None:
         check_unused_targets(suite, used, problems, warnings, secrets)
+    problems.extend(_slo_names.suite_slo_problems(suite, used))
     suite_vars = {*project.spec.vars, *spec.vars}
     test_vars = {name for test in planned for name in test.vars}
     check_hook_templates(doc.data.get("hooks") if isinstance(doc.data, dict) else None, doc, suite_vars, test_vars,

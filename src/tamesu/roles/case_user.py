@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tamesu.conversation import Exchange, UserTurn
 from tamesu.errors import InfraError, SuiteProblem
@@ -26,6 +26,9 @@ from tamesu.roles.scripted_users import HelperAgent, ScriptSimulator, TargetSimu
 from tamesu.roles.simulator import ModelSimulator, UserAction, UserSimulator
 from tamesu.suite.schema import Persona, Scenario
 from tamesu.suite.templates import Context
+
+if TYPE_CHECKING:
+    from tamesu.telemetry.spans import Span
 
 Mode = Literal["standard", "multi_turn", "dynamic"]
 MissingInput = Literal["skip", "fail", "end"]
@@ -57,8 +60,9 @@ class Checkpoints(Protocol):
     @property
     def done(self) -> bool: ...
     def missing(self) -> list[str]: ...
+    def reads_spans(self, exchanges: list[Exchange]) -> bool: ...
     async def after_turns(self, exchanges: list[Exchange], context: Context, base_dir: Path,
-                          models: Models | None) -> None: ...
+                          models: Models | None, spans: list[Span] | None = None) -> None: ...
 
 
 def last_sentence(text: str) -> str:
@@ -108,7 +112,16 @@ class CaseUser(UserSimulator):
         self._static = static
         self._said = 0
         self._simulator = self._make_simulator(simulator, seed)
+        self._spans: list[Span] | None = None
+        """The agent's spans of the turns so far, when a checkpoint reads them (`spans_came`)."""
+        self.rerun_with = self._simulator.rerun_with if self._simulator is not None else None
         self._reasoning: str | None = None
+
+    def reads_spans(self, exchanges: list[Exchange]) -> bool:
+        return self.mode == "dynamic" and self.tracker is not None and self.tracker.reads_spans(exchanges)
+
+    def spans_came(self, spans: list[Span]) -> None:
+        self._spans = spans
 
     def _make_simulator(self, ref: SimulatorRef | None, seed: int) -> UserSimulator | None:
         if ref is None:
@@ -183,7 +196,7 @@ class CaseUser(UserSimulator):
     async def _dynamic(self, exchanges: list[Exchange], context: Context) -> UserAction:
         assert self.tracker is not None
         turn = len(exchanges)
-        await self.tracker.after_turns(exchanges, context, self.base_dir, self.models)
+        await self.tracker.after_turns(exchanges, context, self.base_dir, self.models, self._spans)
         note = {"after_turn": turn, "checkpoints_missing": self.tracker.missing()}
         if self.tracker.done:
             return UserAction(stop="checkpoints_reached", note={**note, "next": "end"})

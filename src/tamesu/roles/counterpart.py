@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 
 class CounterpartUser(UserSimulator):
+    rerun_with = "(an agent plays the user: its answers may differ)"
+
     def __init__(self, target: Target[TargetSpec], name: str, *, opening: str | None, goal: str | None,
                  session: Session) -> None:
         # the engine builds the counterpart's target: a role never imports the targets (the browser target

@@ -116,6 +116,8 @@ class ScriptSimulator(_DesignSimulator):
 class TargetSimulator(_DesignSimulator):
     """A target of tamesu.yaml asked for each next message; a plain answer is the next message itself."""
 
+    rerun_with = "(an agent plays the user: its answers may differ)"
+
     def __init__(self, helper: HelperAgent, settings: Mapping[str, object], max_turns: int, models: Models | None,
                  case_id: str, connector: str | None = None) -> None:
         self.helper = helper

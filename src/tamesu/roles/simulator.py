@@ -11,7 +11,7 @@ import mimetypes
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -26,6 +26,9 @@ from tamesu.roles.transcript import History, as_text, last_tool_results
 from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, untranscribed_ms, what_was_said
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
+
+if TYPE_CHECKING:
+    from tamesu.telemetry.spans import Span
 
 
 @dataclass
@@ -48,6 +51,11 @@ class UserAction:
 class UserSimulator(ABC):
     """Anything that plays the user: a script, a model with a persona, another agent."""
 
+    rerun_with: str | None = None
+    """What a run made again after the simulated user spoiled it (`retries_inconclusive`) may play differently
+    with, said after "running it again"; None when nothing it reads changes: a script reads no seed, and would
+    play the same (the run is not made again)."""
+
     skipped: str | None = None
     """Set when the user side had no input to give and the run counts as skipped, with the reason (a JSONL
     test with `on_missing_input: skip`). Only the assertions of the turns that happened are graded."""
@@ -64,6 +72,17 @@ class UserSimulator(ABC):
         """Whether the user side reads the words of the agent's reply being heard now before it says what comes
         next (a model, a person, a pattern awaited); a script that only says its lines does not."""
         return True
+
+    def reads_spans(self, exchanges: list[Exchange]) -> bool:
+        """Whether what the user side does next depends on the agent's spans of `exchanges`, the turns so far (a
+        JSONL case's checkpoint over them): the engine then waits for them before asking it, and hands them
+        over."""
+        return False
+
+    def spans_came(self, spans: list[Span]) -> None:
+        """The agent's spans of the turns so far (`reads_spans`), those of each turn's own trace with its turn.
+        A user side that reads none is never handed any."""
+        return None
 
     def listening_from(self, at: float) -> float | None:
         """The agent is listened to from `at` (monotonic: its greeting, before anything is said): how long the
@@ -200,6 +219,8 @@ class ModelSimulator(UserSimulator):
     `goal_achieved`, or `simulator_stopped` (the user hangs up). A model that gives no usable answer
     within `attempts` is an infrastructure error of the run (InfraError), not a failure of the agent.
     """
+
+    rerun_with = "with a new seed"
 
     def __init__(
         self,

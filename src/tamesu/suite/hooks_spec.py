@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import typing
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ModelWrapValidatorHandler, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 # the `tls:` block as a model's (`tamesu.net.tls`): a suite describes, it does not import what connects
 from tamesu.models.spec import TlsSpec
@@ -12,6 +14,8 @@ from tamesu.types import Duration, Strict
 
 _METHOD = re.compile(r"[A-Z]+")
 _SCHEMES = ("http://", "https://")
+_INVALID = object()
+_ONE_KIND = "a hook is either run: <command> or http: {url, ...}"
 
 
 class HttpRequestSpec(Strict):
@@ -77,7 +81,9 @@ class HookSpec(Strict):
     @field_validator("env")
     @classmethod
     def _command_only(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
-        if value and info.data.get("http") is not None:
+        # an `http:` that failed its own checks is missing from `info.data` (one not written is there, None): it
+        # was written all the same, so its env is said with its problems, not only once they are fixed
+        if value and info.data.get("http", _INVALID) is not None:
             raise ValueError("env is a command's environment: an http: hook sends none (put values in its url, "
                              "headers or body)")
         return value
@@ -85,13 +91,27 @@ class HookSpec(Strict):
     @model_validator(mode="before")
     @classmethod
     def _shorthand(cls, value: object) -> object:
+        # a before-validator: the exported JSON schema takes a string for the hook from it (`cli.schema_export`)
         return {"run": value} if isinstance(value, str) else value
 
-    @model_validator(mode="after")
-    def _one_kind(self) -> HookSpec:
-        if (self.run is None) == (self.http is None):
-            raise ValueError("a hook is either run: <command> or http: {url, ...}")
-        return self
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_kind(cls, value: object, handler: ModelWrapValidatorHandler[HookSpec]) -> HookSpec:
+        value = {"run": value} if isinstance(value, str) else value  # whichever of the two runs first
+        # told from what was written, so a hook with both kinds (or neither) says so beside its other problems,
+        # not only once they are fixed (an after-validator runs only on a hook that is otherwise valid)
+        wrong = isinstance(value, dict) and (value.get("run") is None) == (value.get("http") is None)
+        try:
+            hook = handler(value)
+        except ValidationError as error:
+            if not wrong:
+                raise
+            raise ValidationError.from_exception_data(error.title, [
+                *typing.cast(list[InitErrorDetails], error.errors(include_url=False)),
+                InitErrorDetails(type=PydanticCustomError("value_error", _ONE_KIND), loc=(), input=value)]) from None
+        if wrong:
+            raise ValueError(_ONE_KIND)
+        return hook
 
 
 class HooksSpec(Strict):

@@ -105,6 +105,7 @@ def _one_line(exc: Exception) -> str:
 class ModelTarget(Target[ModelTargetSpec]):
     kind = "model"
     reads_handoff = True
+    metric_names = frozenset({"model_calls", "tool_arguments_invalid"})
     Spec = ModelTargetSpec
     carries_history = True
     takes_options = frozenset({"connector"})  # the model that answers (`plan.targets.with_connector`)

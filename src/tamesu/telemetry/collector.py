@@ -114,6 +114,9 @@ class SpanCollector:
     def run(self, max_spans: int, label: str = "") -> RunSpans:
         """`label`: the run as the warnings name it (`suite/test run 2`)."""
         run = RunSpans(self, max_spans, label)
+        run.alongside = len(self._going)
+        for going in self._going:
+            going.alongside += 1
         self._going.add(run)
         return run
 
@@ -195,6 +198,8 @@ class RunSpans:
         self.received = 0
         self.other_spans = 0
         """Spans of traces no run sent that came while this one went (`SpansFile.other_spans`)."""
+        self.alongside = 0
+        """The other runs that went at some time while this one did (`SpansFile.runs_alongside`)."""
         self.closed = False
         self._turn_starts: list[tuple[int, int]] = []
         """(wall-clock ns, turn): where a conversation trace's spans fall."""
@@ -384,7 +389,8 @@ class RunSpans:
                          not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3),
                          incomplete=[t for t in self.trace_ids
                                      if t in self._heard and t in self._parents and t not in self._entered],
-                         shared=[t for t in self.trace_ids if t in self.shared], other_spans=self.other_spans)
+                         shared=[t for t in self.trace_ids if t in self.shared], other_spans=self.other_spans,
+                         runs_alongside=self.alongside)
 
 
 def heard_unasked(spans: RunSpans | None, turn: int, since_ns: int) -> None:

@@ -82,6 +82,9 @@ class SpansFile(BaseModel):
     """Spans of traces no run sent that reached the receiver while this run went (the agent's, or a gateway's in
     front of it, that start traces of their own instead of continuing the `traceparent` they are sent; another
     process's): why a trace of this run's never came, when it did not."""
+    runs_alongside: int = 0
+    """The other runs that went at some time while this one did (`--parallel`): `other_spans` may be theirs too,
+    as no span of a trace no run sent tells which run's agent it is of."""
     clock_skew_ms: float = 0.0
     """The agent's clock ahead of tamesu's (negative: behind), as the traces each turn sent alone showed it
     (their spans cannot start before the turn was sent, nor after it was answered); 0 when they show none.

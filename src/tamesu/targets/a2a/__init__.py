@@ -98,6 +98,7 @@ _CANCEL_ERRORS: tuple[type[BaseException], ...] = (TimeoutError, InfraError, *SD
 @register("targets", "a2a")
 class A2ATarget(Target[A2ASpec]):
     kind = "a2a"
+    metric_names = frozenset({"a2a_tasks", "a2a_requests", "a2a_skills", "a2a_pushes", "a2a_resubscribes"})
     reports_tool_calls = False
     takes_options = frozenset({"metadata", "skip"})  # the message's metadata (`_turn.turn_metadata`)
     """Only messages and artifacts travel over A2A."""

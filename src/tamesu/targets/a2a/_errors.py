@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import grpc
 import httpx
@@ -141,7 +142,9 @@ def failure(error: AgentError, retries: int, what: str, choice: Choice, url: str
     agent read the request are the infrastructure's (exit 3), anything else the agent's answer (the turn fails)."""
     if (limited := still_rate_limited(error, retries, what)) is not None:
         return limited
-    if (refusal := refused(error, what, card_gave(choice, url, mask), spoken_as(choice, url))) is not None:
+    # at the target's own url too: a wrong path is seen only in the url it refused
+    where = card_gave(choice, url, mask) or f" at {shown_url(url, mask)}"
+    if (refusal := refused(error, what, where, spoken_as(choice, url))) is not None:
         return refusal
     if error.not_a2a_at is not None:
         return not_an_endpoint(error, what, choice, url, mask)
@@ -164,7 +167,20 @@ def card_gave(choice: Choice, url: str, mask: Callable[[str], str]) -> str:
     sends the user to check a url the request never went to."""
     if choice.at(url):
         return ""
-    return f" at {mask(choice.url)}, the {choice.binding} interface the agent card gives for url {mask(url)}"
+    return (f" at {shown_url(choice.url, mask)}, the {choice.binding} interface the agent card gives for url "
+            f"{shown_url(url, mask)}")
+
+
+def shown_url(url: str, mask: Callable[[str], str]) -> str:
+    """`url` as an error line names it: the secrets in it masked, and never a `user:password@` written in it nor
+    its query (a key there is a credential too, secret or not), which a wrong path is not told by."""
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        return mask(url)
+    host = parts.netloc.rpartition("@")[2]
+    hidden = "***@" if "@" in parts.netloc else ""
+    query = "?..." if parts.query else ""
+    return mask(f"{parts.scheme}://{hidden}{host}{parts.path}{query}")
 
 
 def spoken_as(choice: Choice, url: str) -> str:

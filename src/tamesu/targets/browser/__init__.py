@@ -57,6 +57,7 @@ def missing_extra() -> str | None:
 @register("targets", "browser")
 class BrowserTarget(Target[BrowserSpec]):
     kind = "browser"
+    metric_names = frozenset({"browser_steps", "goal_steps", "goal_steps_total", "browser_blocked", "browser_mocked"})
     Spec: ClassVar[type[BrowserSpec]] = BrowserSpec
     takes_steps = True
 

@@ -91,6 +91,7 @@ class GrpcSpec(TargetSpec):
 @register("targets", "grpc")
 class GrpcTarget(Target[GrpcSpec]):
     kind = "grpc"
+    metric_names = frozenset({"grpc_events"})
     reads_handoff = signals_handoff = True
     Spec = GrpcSpec
     carries_history = True

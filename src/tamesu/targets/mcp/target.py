@@ -91,6 +91,8 @@ def default_system(server: str) -> str:
 @register("targets", "mcp")
 class McpTarget(ModelTarget):
     kind = "mcp"
+    metric_names = frozenset({"model_calls", "tool_arguments_invalid", "mcp_tool_calls", "mcp_tool_errors",
+                              "mcp_tool_timeouts", "mcp_tools_refused"})
     Spec = McpTargetSpec
     model_is_the_agent = False
     session_names = frozenset({"port"})  # a server it starts, on a free port

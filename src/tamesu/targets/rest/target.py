@@ -113,6 +113,7 @@ UNSOLICITED_KEPT = 20
 @register("targets", "rest")
 class RestTarget(Target[RestSpec]):
     kind = "rest"
+    metric_names = frozenset({"rest_requests"})
     reads_handoff = answers_http_status = opens_session = True
     Spec = RestSpec
     carries_history = True

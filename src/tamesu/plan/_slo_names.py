@@ -1,0 +1,121 @@
+"""`defaults.slo` names checked before the run. An SLO passes a test that does not measure its metric (an audio SLO
+on a text test: Concepts), so a misspelt one (`ttft_p95`) passed every test, said only by a warning at the run's
+end. Where every target a suite's tests talk to (or have as a counterpart) declares what it measures
+(`Target.metric_names`), a name that none of them, no run, and no other target type measures is a problem where
+written. Where one does not (a plug-in's, an audio target's), what its runs measure is known only once they ran:
+the end-of-run warning says it, as it says an SLO on another target type's metric that no test measured."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from tamesu import plugins, targets
+from tamesu.errors import Problem
+from tamesu.telemetry.genai import SPAN_METRICS
+
+if TYPE_CHECKING:
+    from tamesu.plan.model import LoadedSuite, Project
+
+_RUN = (
+    # every run's (`engine.metrics`), and tamesu's own model spending (`engine.conversation._spending`)
+    "turns", "turn_latency_ms", "time_to_first_token_ms", "llm_cost_usd", "llm_tokens", "llm_retries",
+    "llm_timeouts",
+    # what the remote agents a suite serves and the tools it fuzzes count (`remote.group`, `fuzzing`)
+    "tools_fuzzed", "delegations", "delegations_refused", "counterpart_delegations", "counterpart_tools_fuzzed",
+    "counterpart_delegations_refused",
+    # the agent's spans (`traces:`, `engine.traces.attach`): per turn, over the run, and what came of them
+    *SPAN_METRICS, *(f"{name}_total" for name in SPAN_METRICS),
+    "trace_not_found", "trace_incomplete", "trace_spans_received", "trace_spans_over_limit")
+RUN_METRICS = frozenset(_RUN)
+"""The metrics any run may measure, whatever its target."""
+
+AUDIO_METRICS = frozenset({
+    "time_to_first_audio_ms", "interruption_stop_ms", "interruption_audio_stop_ms", "bot_interrupted_ms",
+    "talk_over_ratio", "silence_gap_max_ms", "stt_word_error_rate", "greeting_ms", "agent_speech_ms",
+    "user_speech_ms", "barge_in_late_ms", "frame_late_ms", "loop_lag_ms", "loop_cpu_ms", "loop_runqueue_ms",
+    "call_setup_ms", "ring_ms", "call_duration_ms", "realtime_events", "realtime_responses"})
+"""The audio targets' metrics the docs name (docs/voice.md, docs/voice-targets.md): those targets declare none, so
+an SLO on one of these is taken as meant for them (it passes a text test unchecked, as Concepts says)."""
+
+_SUFFIX = re.compile(r"^(?P<base>.+?)(?P<stat>_(?:p\d{1,2}(?:\.\d+)?|max|min|mean))$")
+"""A distribution's statistic, as `engine.metrics` reads a name (`turn_latency_ms_p95`)."""
+
+
+def vocabulary(suite: LoadedSuite, used: Iterable[str]) -> frozenset[str] | None:
+    """What the tests of `suite`, talking to the targets `used`, may measure; None when a target does not say."""
+    names = set(RUN_METRICS)
+    for name in used:
+        spec = suite.targets.get(name)
+        if spec is None or not targets.is_known(spec.type):
+            return None
+        declared = targets.target_class(spec.type).metric_names
+        if declared is None:
+            return None
+        names |= declared
+    return frozenset(names)
+
+
+def _elsewhere() -> frozenset[str]:
+    """Every metric a built-in target type says it measures, and the audio targets' named ones: asked only of a
+    name the suite's own targets never measure (it imports every built-in target type)."""
+    names = set(AUDIO_METRICS)
+    for kind in plugins.built_in_names("targets"):
+        try:
+            declared = targets.target_class(kind).metric_names
+        except Exception:  # a type this installation cannot load (a missing extra): its names are not asked
+            continue
+        names |= declared or set()
+    return frozenset(names)
+
+
+def measurable(name: str, known: frozenset[str]) -> bool:
+    match = _SUFFIX.match(name)
+    return name in known or (match is not None and match.group("base") in known)
+
+
+def said(name: str, known: frozenset[str], whose: str) -> str:
+    """The problem of an SLO on `name`, which nothing `whose` measures: the nearest known name, else every one."""
+    match = _SUFFIX.match(name)
+    base, stat = (match.group("base"), match.group("stat")) if match else (name, "")
+    # a statistic is kept as written: the name it is of is the misspelt part
+    close = [f"{found}{stat}" for found in difflib.get_close_matches(base, sorted(known), n=1, cutoff=0.6)] or \
+        difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    # the agent's span metrics are one family, said by name: the list stays one readable line
+    listed = [n for n in (*_RUN, *sorted(known - RUN_METRICS))
+              if n in known and not n.startswith("trace_") and n.removesuffix("_total") not in SPAN_METRICS]
+    hint = f"did you mean {close[0]}?" if close else \
+        f"the metrics: {', '.join(listed)}, and with traces: the agent's span metrics (docs/traces.md)"
+    return (f"{name} is measured by no run of {whose}, nor by any other target type, so this SLO would pass every "
+            f"test unchecked: {hint} (a distribution takes _pNN, _max, _min, _mean)")
+
+
+def suite_slo_problems(suite: LoadedSuite, used: set[str] | None) -> list[Problem]:
+    """The suite's own `defaults.slo` names its tests' targets never measure."""
+    known = None if not used else vocabulary(suite, used)  # no test: nothing runs to measure it
+    if known is None:
+        return []
+    kinds = sorted({suite.targets[name].type for name in used or ()})
+    whose = f"this suite's {' or '.join(kinds)} target{'s' if len(used or ()) > 1 else ''}" if kinds else "it"
+    unmeasured = [name for name in suite.spec.defaults.slo if not measurable(name, known)]
+    elsewhere = _elsewhere() if unmeasured else frozenset()
+    return [suite.doc.problem(("defaults", "slo", name), said(name, known, whose), key=True)
+            for name in unmeasured if not measurable(name, elsewhere)]
+
+
+def suite_vocabulary(suite: LoadedSuite, used: set[str] | None) -> frozenset[str] | None:
+    """What the suite's tests may measure (None: not known before the run, or no test runs)."""
+    return vocabulary(suite, used) if used else None
+
+
+def project_slo_problems(project: Project, known: list[frozenset[str] | None]) -> list[Problem]:
+    """tamesu.yaml's `defaults.slo` names no suite's tests measure (`known`: each suite's vocabulary)."""
+    if project.doc is None or not known or any(k is None for k in known):
+        return []
+    every = frozenset().union(*(k for k in known if k is not None))
+    unmeasured = [name for name in project.spec.defaults.slo if not measurable(name, every)]
+    elsewhere = _elsewhere() if unmeasured else frozenset()
+    return [project.doc.problem(("defaults", "slo", name), said(name, every, "any suite"), key=True)
+            for name in unmeasured if not measurable(name, elsewhere)]

@@ -1,0 +1,80 @@
+"""`defaults.slo` names no run could measure, said where written: an SLO passes a test that does not measure its
+metric, so a misspelt one passed every test, and only a warning at the run's end said so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_tamesu
+
+_SUITE = """\
+models:
+  shop: {{ provider: fake, rules: [ {{ when: "(?i)hello", say: "Hi there" }} ] }}
+targets:
+  shop: {{ type: model, model: shop }}
+  call: {{ type: voice, url: "ws://127.0.0.1:9/x" }}
+defaults:
+  slo: {{ {slo} }}
+tests:
+  - {{ name: chat, target: {target}, scenario: {{ script: [ {{ say: hello }} ] }} }}
+"""
+
+
+def _validate(tmp_path: Path, slo: str, target: str = "shop", project: str = "") -> tuple[int, str]:
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.format(slo=slo, target=target))
+    (tmp_path / "tamesu.yaml").write_text(project)
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_misspelt_slo_is_said_where_written(tmp_path: Path) -> None:
+    # before: validate said ok; the run passed every test and warned at its end
+    code, said = _validate(tmp_path, "turn_latncy_ms_p95: 2000, ttft_p95: 1500, turn_latency_ms_p95: 2000")
+    assert code == 2, said
+    assert ("s.tamesu.yaml:7:10: defaults.slo.turn_latncy_ms_p95: turn_latncy_ms_p95 is measured by no run of this "
+            "suite's model target, nor by any other target type, so this SLO would pass every test unchecked: did "
+            "you mean turn_latency_ms_p95?") in said, said
+    assert ("defaults.slo.ttft_p95: ttft_p95 is measured by no run of this suite's model target, nor by any other "
+            "target type, so this SLO would pass every test unchecked: the metrics: turns, turn_latency_ms, "
+            "time_to_first_token_ms, ") in said, said
+    assert ", model_calls, tool_arguments_invalid, and with traces: the agent's span metrics" in said, said
+    assert said.count("s.tamesu.yaml:") == 2, said
+
+
+def test_a_metric_another_target_type_measures_still_passes_a_test_that_does_not(tmp_path: Path) -> None:
+    # as Concepts says: an audio SLO on a text test passes it (the end-of-run warning says none measured it)
+    code, said = _validate(tmp_path, "time_to_first_audio_ms_p95: 1500, rest_requests: 3, llm_time_ms_total: 9, "
+                                     "model_calls_max: 2")
+    assert code == 0, said
+
+
+def test_a_target_that_declares_no_metrics_leaves_its_slos_to_the_run(tmp_path: Path) -> None:
+    # a voice target's metrics (and a plug-in's) are known once it ran: its suite's SLOs are not refused before
+    code, said = _validate(tmp_path, "ttft_p95: 1500", target="call")
+    assert code == 0, said
+
+
+def test_the_projects_slo_is_said_in_tamesu_yaml(tmp_path: Path) -> None:
+    code, said = _validate(tmp_path, "turns: 9", project="defaults:\n  slo: { turns_latency_ms: 100 }\n")
+    assert code == 2, said
+    assert ("tamesu.yaml:2:10: defaults.slo.turns_latency_ms: turns_latency_ms is measured by no run of any suite, "
+            "nor by any other target type, so this SLO would pass every test unchecked: did you mean "
+            "turn_latency_ms?") in said, said
+
+
+def test_what_a_run_records_is_in_its_targets_declared_metrics(tmp_path: Path) -> None:
+    # the vocabulary refuses an SLO before the run: a metric a declared target records that it does not name would
+    # have an SLO on it refused, so what a real run records is held to it
+    import json
+
+    from tamesu import targets
+    from tamesu.plan._slo_names import RUN_METRICS, measurable
+
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.format(slo="turns: 9", target="shop"))
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [result] = (tmp_path / "out").rglob("result.json")
+    recorded = json.loads(result.read_text())["metrics"]
+    declared = targets.target_class("model").metric_names
+    assert declared is not None and "model_calls" in recorded, recorded
+    assert [name for name in recorded if not measurable(name, RUN_METRICS | declared)] == [], recorded
