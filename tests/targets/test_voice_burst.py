@@ -2,7 +2,8 @@
 command: a greeting in one message and an answer sent all at once play on the playback clock and pass; with
 `audio.paced: true` the burst fails saying so; a steady stream at twice real time names the sample rate; a reply
 that never ends, in real time, fails its turn at `turn_timeout`, and one that never answers counts as long as
-`turn_timeout` gave it."""
+`turn_timeout` gave it; an agent that waits for the caller (`greeting: false`); only the replies something reads
+during the call (a `wait_for`, a capture) are transcribed during it."""
 
 from __future__ import annotations
 
@@ -41,45 +42,61 @@ targets:
   mute: { type: voice, url: "{{env.BOT}}/paced", turn_timeout: 6s }
   stops: { type: voice, url: "{{env.BOT}}/stops?after_ms=300", turn_timeout: 20s, idle: 1s }
   ignores: { type: voice, url: "{{env.BOT}}/stops?after_ms=-1", turn_timeout: 20s, idle: 1s }
+  bakery: { type: voice, url: "{{env.BOT}}/burst", turn_timeout: 30s }
+  listener: { type: voice, url: "{{env.BOT}}/listens", greeting: false, turn_timeout: 20s }
+# the longest calls first (ignores 22-25 s, stops 17 s, the lines 11-14 s at load 5-7), four at once: started
+# sixth and seventh, ignores and stops were the run's tail (33.5 s for 111 s of calls; longest first, 35 s for 137)
 tests:
-  - name: burst
-    target: bot
-    scenario: { script: [ { wait_for: "welcome to the bakery", timeout: 45s }, { say: "When do you open?" } ] }
-    assert: [ { contains: { value: morning, ignore_case: true } } ]
-  - name: paced
-    target: paced-bot
-    scenario: { script: [ { say: "When do you open?" } ] }
-  - name: rate
-    target: wrong-rate
-    scenario: { script: [ { say: "hello" } ] }
-  - name: flood
-    target: flooder
-    scenario: { script: [ { say: "hello" } ] }
-  - name: endless
-    target: talker
-    scenario: { script: [ { say: "hello" } ] }
-  - name: stops
-    target: stops
-    persona: { behaviors: { interrupt_probability: 1 } }
-    scenario: { script: [ { say: "When do you open?" }, { say: "Sorry, when do you open tomorrow morning?" } ] }
   - name: ignores
     target: ignores
     persona: { behaviors: { interrupt_probability: 1 } }
     scenario: { script: [ { say: "When do you open?" }, { say: "Sorry, when do you open tomorrow morning?" } ] }
-  - name: mute
-    target: mute
-    scenario: { script: [ { say: "When do you open?" } ] }
-  - name: hum
-    target: hum
-    scenario: { script: [ { say: "hello" } ] }
-  - name: line
-    target: bridge
-    scenario: { script: [ { wait_for: "welcome to the bakery", timeout: 45s }, { say: "When do you open?" } ] }
-    assert: [ { contains: { value: morning, ignore_case: true } } ]
+  - name: stops
+    target: stops
+    persona: { behaviors: { interrupt_probability: 1 } }
+    scenario: { script: [ { say: "When do you open?" }, { say: "Sorry, when do you open tomorrow morning?" } ] }
   - name: paced-line
     target: paced-bridge
     scenario: { script: [ { wait_for: "welcome to the bakery", timeout: 45s }, { say: "When do you open?" } ] }
     assert: [ { contains: { value: morning, ignore_case: true } } ]
+  - name: line
+    target: bridge
+    scenario: { script: [ { wait_for: "welcome to the bakery", timeout: 45s }, { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true } } ]
+  - name: mute
+    target: mute
+    scenario: { script: [ { say: "When do you open?" } ] }
+  - name: nothing reads
+    target: bakery
+    scenario: { script: [ { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true } } ]
+  - name: burst
+    target: bot
+    scenario: { script: [ { wait_for: "welcome to the bakery", timeout: 45s }, { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true } } ]
+  - name: a capture reads both
+    target: bakery
+    capture: [ { name: hour, regex: "(?i)\\\\bat (\\\\w+)" } ]
+    scenario: { script: [ { say: "When do you open?" } ] }
+  - name: paced
+    target: paced-bot
+    scenario: { script: [ { say: "When do you open?" } ] }
+  - name: endless
+    target: talker
+    scenario: { script: [ { say: "hello" } ] }
+  - name: listens
+    target: listener
+    scenario: { script: [ { say: "When do you open?" } ] }
+    assert: [ { contains: { value: morning, ignore_case: true }, on_turn: 1 } ]
+  - name: rate
+    target: wrong-rate
+    scenario: { script: [ { say: "hello" } ] }
+  - name: hum
+    target: hum
+    scenario: { script: [ { say: "hello" } ] }
+  - name: flood
+    target: flooder
+    scenario: { script: [ { say: "hello" } ] }
 """
 
 
@@ -172,30 +189,41 @@ def test_a_turn_that_timed_out_counts_as_long_as_its_turn_timeout(
     assert result["metrics"]["turn_latency_ms"] == 6000.0, result["metrics"]
 
 
-def test_an_agent_that_waits_for_the_caller_is_tested_with_greeting_false(tmp_path: Path) -> None:
+def test_an_agent_that_waits_for_the_caller_is_tested_with_greeting_false(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
     # before: no `greeting` key on voice: such an agent failed "turn 1 (the agent's greeting): the agent said
     # nothing within turn_timeout", the docs' only way
-    from agents.burst_voice import BurstVoiceAgent
-
-    agent = BurstVoiceAgent()
-    (tmp_path / "w.tamesu.yaml").write_text("""name: w
-targets:
-  bot: { type: voice, url: "{{env.BOT}}/listens", greeting: false, turn_timeout: 20s }
-tests:
-  - name: listens
-    target: bot
-    scenario: { script: [ { say: "When do you open?" } ] }
-    assert: [ { contains: { value: morning, ignore_case: true }, on_turn: 1 } ]
-""")
-    try:
-        done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, env={"BOT": agent.url, "TAMESU_STORE": "off"},
-                          timeout=200)
-    finally:
-        agent.stop()
-    assert done.returncode == 0, done.stdout + done.stderr
-    [result] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
+    run_dir, results = run
+    assert results["listens"]["status"] == "passed", why(results["listens"])
+    result = json.loads((run_dir / "burst" / "listens" / "run-1" / "result.json").read_text())
     assert [t["user"] is not None for t in result["turns"]] == [True], result["turns"]
     assert "greeting_ms" not in result["metrics"], result["metrics"]
+
+
+def test_only_the_replies_read_during_the_call_are_transcribed_during_it(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    """An audio-socket call transcribes during the call only the replies something reads then (a script's
+    `wait_for`, a capture): the others once the call is over, with the rest, not against the CPU of an agent that
+    shares the machine. The /burst agent's greeting "Welcome to the bakery..." and its answer "We open at nine in
+    the morning." Before, every reply was transcribed as its turn ended, read or not."""
+    run_dir, records = run
+    during_after = {}
+    for name in ("nothing reads", "burst", "a capture reads both"):
+        assert records[name]["status"] == "passed", why(records[name])
+        folder = next((run_dir / "burst").glob(f"{name.replace(' ', '-')}/run-1"))
+        result = json.loads((folder / "result.json").read_text())
+        (audio,) = [e["data"] for e in result["events"] if e["name"] == "audio"]
+        during_after[name] = (audio["transcribed_during_call"], audio["transcribed_after_call"])
+        greeting, answer = [t["agent"]["text"].lower() for t in result["turns"]]
+        # every reply has its words, read during the call or not: the greeting's and the answer's
+        assert "bakery" in greeting and "morning" in answer, (name, greeting, answer)
+        transcript = json.loads((folder / "transcript.json").read_text())
+        heard = [line["heard"] for line in transcript["lines"] if line["role"] == "agent"]
+        assert "bakery" in heard[0].lower() and "morning" in heard[1].lower(), (name, heard)
+        if name == "a capture reads both":
+            assert result["captured"]["hour"].lower() == "nine", result["captured"]
+    # `burst` waits for the greeting's words
+    assert during_after == {"nothing reads": (0, 2), "burst": (1, 1), "a capture reads both": (2, 0)}, during_after
 
 
 def test_audio_that_is_never_speech_is_said_to_have_come(run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
