@@ -80,7 +80,11 @@ the start beside two real-time lanes starves them, and a starved clock call is c
 goes last, when fewer lanes run beside it. xdist hands its work units out in the order it collected them
 (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a lane of few,
 long tests (the clock lanes) then started only when another worker ran dry. The bot lane's long setups are whole
-suite runs against the one shared bot (its start and warm-up call: 5.6 s), not the bot's start."""
+suite runs against the one shared bot (its start and warm-up call: 5.6 s), not the bot's start. Since that CI run
+the audio lane's unread-replies, wait and tool-agent calls are calls of other runs, its twilio one-call run makes
+two at once, and the SIP IVR's calls are made beside each other (test_sip_ivr.py, where the audio lane's
+SIP unread-replies calls went): the audio lanes alone (`-m audio -n 3 --dist loadgroup`, load 6-18) went from
+763 s to 631 s, their audio lane from 737 s to 515 s and the SIP lane from 475 s to 305 s of tests."""
 
 
 def _group(item: pytest.Item) -> str | None:
