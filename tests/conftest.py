@@ -83,9 +83,10 @@ long tests (the clock lanes) then started only when another worker ran dry. The 
 suite runs against the one shared bot (its start and warm-up call: 5.6 s), not the bot's start. Since that CI run
 the audio lane's unread-replies, wait and tool-agent calls are calls of other runs, its twilio one-call run makes
 two at once, and the SIP IVR's calls are made beside each other (test_sip_ivr.py, where the audio lane's
-SIP unread-replies calls went): the audio lanes alone (`-m audio -n 3 --dist loadgroup`) took 763 s at load 7-18
-before, 496 s at load 4-8 after (the audio lane 737 s -> 464 s of tests, the SIP lane 475 s -> 265 s; the lanes
-left as they were, bot and clock, 428 s -> 395 s: the rest is less load)."""
+SIP unread-replies calls went). Measured module by module, before and after back to back (load 4-11), that is
+some 180 s less of the audio and SIP lanes; the audio lanes alone (`-m audio -n 3 --dist loadgroup`) took 763 s at
+load 7-18 before and 496 s at load 4-8 after, the lanes left as they were (lines, bot, clock) 963 s and 654 s of
+tests: much of that run-to-run difference is the load."""
 
 
 def _group(item: pytest.Item) -> str | None:
