@@ -80,7 +80,13 @@ the start beside two real-time lanes starves them, and a starved clock call is c
 goes last, when fewer lanes run beside it. xdist hands its work units out in the order it collected them
 (`--no-loadscope-reorder`, set in pytest_configure); by default it sorts them by test count, and a lane of few,
 long tests (the clock lanes) then started only when another worker ran dry. The bot lane's long setups are whole
-suite runs against the one shared bot (its start and warm-up call: 5.6 s), not the bot's start."""
+suite runs against the one shared bot (its start and warm-up call: 5.6 s), not the bot's start. Since that CI run
+the audio lane's unread-replies, wait and tool-agent calls are calls of other runs, its twilio one-call run makes
+two at once, and the SIP IVR's calls are made beside each other (test_sip_ivr.py, where the audio lane's
+SIP unread-replies calls went). Measured module by module, before and after back to back (load 4-11), that is
+some 180 s less of the audio and SIP lanes; the audio lanes alone (`-m audio -n 3 --dist loadgroup`) took 763 s at
+load 7-18 before and 496 s at load 4-8 after, the lanes left as they were (lines, bot, clock) 963 s and 654 s of
+tests: much of that run-to-run difference is the load."""
 
 
 def _group(item: pytest.Item) -> str | None:

@@ -335,40 +335,46 @@ def _failed_run(project: Path, parallel: int) -> dict[str, dict[str, Any]]:
     return {r["test"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
 
 
-@needs_voice
-def test_a_bad_bot_fails_with_its_reason_and_no_hang(agents: PipecatAgents, tmp_path: Path) -> None:
-    cases = {"silent": ("/silent", "text", "the bot said nothing within turn_timeout"),
-             "drop-text": ("/drop", "text", "closed the websocket"),
-             "drop-audio": ("/drop", "audio", "closed the websocket"),
-             "flood": ("/flood", "audio", "faster than real time"),
-             "rate": ("/rate", "audio", "the bot's audio is at 24000 Hz and sample_rate is 16000"),
-             "chatter": ("/chatter", "text", "the bot's reply did not end within turn_timeout (3s): its llm went on")}
-    targets = "".join(_target(name, agents.url + path, mode, "3s") for name, (path, mode, _) in cases.items())
+BAD_BOTS = {"silent": ("/silent", "text", "the bot said nothing within turn_timeout"),
+            "drop-text": ("/drop", "text", "closed the websocket"),
+            "drop-audio": ("/drop", "audio", "closed the websocket"),
+            "flood": ("/flood", "audio", "faster than real time"),
+            "rate": ("/rate", "audio", "the bot's audio is at 24000 Hz and sample_rate is 16000"),
+            "chatter": ("/chatter", "text", "the bot's reply did not end within turn_timeout (3s): its llm went on")}
+"""test_a_bad_bot_fails_with_its_reason_and_no_hang's calls: name: the bot's path, the mode, the reason said."""
+
+
+@pytest.fixture(scope="module")
+def failing_run(agents: PipecatAgents, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """One run of the calls that fail (every test's), four at once: the bad bots' and the long waits' (each a path
+    of the module's server). Two runs before, at three and two at once (10 s of the audio lane in CI)."""
+    targets = "".join(_target(name, agents.url + path, mode, "3s") for name, (path, mode, _) in BAD_BOTS.items())
     tests = "".join(f"  - {{ name: {name}, target: {name}, scenario: {{ script: [ {{ say: \"hello\" }} ] }} }}\n"
-                    for name in cases)
-    project = _suite(tmp_path, targets, tests)
-    records = _failed_run(project, parallel=3)
-    for name, (_path, _mode, reason) in cases.items():
-        assert records[name]["status"] == "failed", records[name]
-        assert reason in json.dumps(records[name]), (name, records[name])
-
-
-@needs_voice
-def test_a_wait_for_longer_than_turn_timeout_waits_its_own_timeout(agents: PipecatAgents, tmp_path: Path) -> None:
+                    for name in BAD_BOTS)
     # listening on for a phrase, the step's own timeout bounds the wait (turn_timeout, 2 s here, bounds a reply
     # once it started): the failure is the step's, naming what the bot said, not "said nothing within 2s". Not
     # 1 s: the first reply, still playing at 1 s, would fail its turn (a reply going on at turn_timeout does)
-    targets = _target("t", agents.url + "/echo", "text", "2s") + _target("a", agents.url + "/echo", "audio", "2s")
+    targets += _target("t", agents.url + "/echo", "text", "2s") + _target("a", agents.url + "/echo", "audio", "2s")
     tests = "".join(f"""  - name: {name}
     target: {name}
     scenario: {{ script: [ {{ say: "hello" }}, {{ wait_for: "pharmacy", timeout: 3s }} ] }}
-""" for name in ("t", "a"))
-    project = _suite(tmp_path, targets, tests)
-    records = _failed_run(project, parallel=2)
+""" for name in ("t", "a")) + tests
+    return _failed_run(_suite(tmp_path_factory.mktemp("pipecat-failing"), targets, tests), parallel=4)
+
+
+@needs_voice
+def test_a_bad_bot_fails_with_its_reason_and_no_hang(failing_run: dict[str, dict[str, Any]]) -> None:
+    for name, (_path, _mode, reason) in BAD_BOTS.items():
+        assert failing_run[name]["status"] == "failed", failing_run[name]
+        assert reason in json.dumps(failing_run[name]), (name, failing_run[name])
+
+
+@needs_voice
+def test_a_wait_for_longer_than_turn_timeout_waits_its_own_timeout(failing_run: dict[str, dict[str, Any]]) -> None:
     for name, said in (("a", "heard you"), ("t", "you said: hello")):
-        reason = records[name]["runs"][0]["failures"][0]["reason"]
+        reason = failing_run[name]["runs"][0]["failures"][0]["reason"]
         assert reason.startswith(f"script step 2 waited 3s for 'pharmacy'; the agent said '{said}"), reason
-        assert records[name]["duration_ms"] >= 3000, records[name]
+        assert failing_run[name]["duration_ms"] >= 3000, failing_run[name]
 
 
 @needs_voice

@@ -168,20 +168,36 @@ tests:
                      "digits (it has no messages.dtmf)"], done.stdout + done.stderr
 
 
-@needs_voice
-def test_session_open_captures_reach_the_url_and_tool_calls_are_answered(tmp_path: Path) -> None:
+@dataclass
+class ToolRun:
+    """One run of a call to each tool agent (tests/agents/voice_tool_agent.py), at once: `plain`'s arguments are
+    `{"order": "42"}`, `nested`'s 250 levels deep. Two runs before, one after the other (12 s of the audio lane)."""
+
+    plain: Any
+    nested: Any
+    output: str
+    code: int
+    run_dir: Path
+
+
+@pytest.fixture(scope="module")
+def tool_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolRun]:
     from agents.voice_tool_agent import VoiceToolAgent
 
-    agent = VoiceToolAgent()
+    if problem() is not None:
+        pytest.skip(problem() or "")
+    project = tmp_path_factory.mktemp("voice-tools")
+    plain = VoiceToolAgent()
+    nested = VoiceToolAgent(arguments='{"order":' * 250 + '"42"' + "}" * 250)
     try:
-        (tmp_path / "t.tamesu.yaml").write_text(f"""name: tools
+        (project / "t.tamesu.yaml").write_text(f"""name: tools
 targets:
   line:
     type: voice
-    url: "{agent.ws}/socket?call={{{{session.call}}}}"
+    url: "{plain.ws}/socket?call={{{{session.call}}}}"
     headers: {{ Authorization: "Bearer {{{{session.token}}}}" }}
     session:
-      open: {{ url: "{agent.http}/calls", method: GET, capture: {{ call: $.call.id, token: $.call.token }} }}
+      open: {{ url: "{plain.http}/calls", method: GET, capture: {{ call: $.call.id, token: $.call.token }} }}
     audio: {{ encoding: pcm16, sample_rate: 16000, frames: binary }}
     messages:
       tool_calls: {{ when: {{ "$.type": function_call }}, name: "$.name", args: "$.arguments", id: "$.id" }}
@@ -191,41 +207,9 @@ targets:
     idle: 0.6s
     turn_timeout: 8s
     connect: {{ attempts: 1 }}
-tests:
-  - name: order
-    target: line
-    scenario: {{ script: [ {{ say: "where is my order" }} ] }}
-    assert:
-      - tool_called: {{ name: lookup_order, args: {{ order: "42" }} }}
-      - tool_sequence: {{ calls: [lookup_order] }}
-""")
-        done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert agent.calls_created == 1
-        assert agent.received == [{"type": "function_result", "id": "f1",
-                                   "output": {"status": "shipped", "order": "42"}}]
-        run_dir = next(d for d in (tmp_path / "out").iterdir() if d.is_dir())
-        result = json.loads((run_dir / "tools" / "order" / "run-1" / "result.json").read_text())
-        assert "session_open" in [e["name"] for e in result["events"]]
-        # the captured token went in a header, which the record does not keep
-        assert "t-9" not in json.dumps(result["events"])
-    finally:
-        agent.stop()
-
-
-@needs_voice
-def test_tool_arguments_nested_too_deep_fail_the_turn(tmp_path: Path) -> None:
-    # before: `internal error: ValueError: Maximum serialization depth exceeded` when the run was written, fault:
-    # environment, exit 3: the agent's tool call, blamed on tamesu
-    from agents.voice_tool_agent import VoiceToolAgent
-
-    agent = VoiceToolAgent(arguments='{"order":' * 250 + '"42"' + "}" * 250)
-    try:
-        (tmp_path / "t.tamesu.yaml").write_text(f"""name: tools
-targets:
-  line:
+  deep:
     type: voice
-    url: "{agent.ws}/socket?call=c-123"
+    url: "{nested.ws}/socket?call=c-123"
     headers: {{ Authorization: "Bearer t-9" }}
     audio: {{ encoding: pcm16, sample_rate: 16000, frames: binary }}
     messages:
@@ -236,13 +220,40 @@ targets:
     turn_timeout: 8s
     connect: {{ attempts: 1 }}
 tests:
-  - {{ name: order, target: line, scenario: {{ script: [ {{ say: "where is my order" }} ] }} }}
+  - name: order
+    target: line
+    scenario: {{ script: [ {{ say: "where is my order" }} ] }}
+    assert:
+      - tool_called: {{ name: lookup_order, args: {{ order: "42" }} }}
+      - tool_sequence: {{ calls: [lookup_order] }}
+  - {{ name: deep, target: deep, scenario: {{ script: [ {{ say: "where is my order" }} ] }} }}
 """)
-        done = run_tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=120)
-        said = done.stdout + done.stderr
-        assert done.returncode == 1, said
-        assert "the agent called lookup_order with arguments that cannot be read: JSON nested more than 200 " \
-               "levels deep: " in said, said
-        assert "internal error" not in said
+        done = run_tamesu(["run", "--out", "out", "--parallel", "2"], cwd=project, timeout=120)
     finally:
-        agent.stop()
+        plain.stop()
+        nested.stop()
+    run_dir = next(d for d in (project / "out").iterdir() if d.is_dir())
+    yield ToolRun(plain, nested, done.stdout + done.stderr, done.returncode, run_dir)
+
+
+def test_session_open_captures_reach_the_url_and_tool_calls_are_answered(tool_run: ToolRun) -> None:
+    result = json.loads((tool_run.run_dir / "tools" / "order" / "run-1" / "result.json").read_text())
+    assert result["status"] == "passed", tool_run.output
+    assert tool_run.plain.calls_created == 1
+    assert tool_run.plain.received == [{"type": "function_result", "id": "f1",
+                                        "output": {"status": "shipped", "order": "42"}}]
+    assert "session_open" in [e["name"] for e in result["events"]]
+    # the captured token went in a header, which the record does not keep
+    assert "t-9" not in json.dumps(result["events"])
+
+
+def test_tool_arguments_nested_too_deep_fail_the_turn(tool_run: ToolRun) -> None:
+    # before: `internal error: ValueError: Maximum serialization depth exceeded` when the run was written, fault:
+    # environment, exit 3: the agent's tool call, blamed on tamesu
+    said = tool_run.output
+    result = json.loads((tool_run.run_dir / "tools" / "deep" / "run-1" / "result.json").read_text())
+    assert (result["status"], result["fault"]) == ("failed", "agent"), said
+    assert tool_run.code == 1, said  # the agent's failure, not tamesu's (3)
+    assert "the agent called lookup_order with arguments that cannot be read: JSON nested more than 200 " \
+           "levels deep: " in said, said
+    assert "internal error" not in said and "Traceback" not in said, said
