@@ -12,9 +12,114 @@ from collections.abc import Mapping
 
 
 def show(value: object, limit: int = 120) -> str:
-    """A value as it should read in a reason line: short, JSON for structures."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A value as it should read in a reason line: short, JSON for structures (cut as `fitted` cuts them)."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+    return fitted(value, limit)
+
+
+_ROOM = 8
+"""Characters below which a value cut to fit is not worth showing: `…` stands for it."""
+_KEY = 40
+"""Characters of an object's key shown at most: the keys are the shape, their values the rest."""
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def fitted(value: object, limit: int = 120) -> str:
+    """`value` as JSON text of at most about `limit` characters, cut inside so that it still reads as what it is:
+    a string keeps its quotes (`"Your order ships…"`), an array its first items and `…` for the rest, an object
+    each key it has room for, its values shortened alike (`{"id": 1, "items": [{"sku": "A-1", …}, …], "note":
+    "Left at…"}`). Cut at `limit` characters, the text lost its closing quote or brace, and with it where the
+    value ended and the keys after the first long one."""
+    full = _json(value)
+    if len(full) <= limit:
+        return full
+    if isinstance(value, str):
+        return _fitted_text(value, limit)
+    if isinstance(value, Mapping):
+        return _fitted_object([(_fitted_text(str(key), _KEY) + ": ", item) for key, item in value.items()], limit)
+    if isinstance(value, list | tuple):
+        return _fitted_array(list(value), limit)
+    # a number or another scalar: its text is what it is; a value that is not JSON reads as its text
+    return full if not full.startswith('"') else _fitted_text(str(value), limit)
+
+
+def _fitted_array(items: list[object], limit: int) -> str:
+    """The first items whole while they fit, the next cut to the room left, `…` for the others."""
+    parts: list[str] = []
+    used = 2
+    for index, item in enumerate(items):
+        gap = 2 if parts else 0
+        rest = 0 if index == len(items) - 1 else 3  # ", …" after it
+        whole = _json(item)
+        if used + gap + len(whole) + rest <= limit:
+            parts.append(whole)
+            used += gap + len(whole)
+            continue
+        room = limit - used - gap - rest
+        cut = fitted(item, room) if room >= _ROOM else ""
+        parts.append(cut if cut and len(cut) <= room else "…")
+        if cut and len(cut) <= room and rest:
+            parts.append("…")
+        break
+    return "[" + ", ".join(parts) + "]"
+
+
+def _fitted_object(pairs: list[tuple[str, object]], limit: int) -> str:
+    """Every key there is room for (a key is the shape of the value), the room shared among their values: the
+    short ones whole, the long ones cut alike; `…` for the keys left out."""
+    room = limit - 2
+    count = 0
+    least = 0
+    for key, item in pairs:
+        # a key with its value, or a beginning of it worth reading (`"note": "Left a…"`)
+        least += len(key) + min(len(_json(item)), _ROOM) + (2 if count else 0)
+        rest = 5 if count + 1 < len(pairs) else 0  # ", …"
+        if least + rest > room:
+            break
+        count += 1
+    if count == 0:
+        return "{…}"
+    kept = pairs[:count]
+    budget = room - 2 * (count - 1) - (5 if count < len(pairs) else 0)
+    needs = [len(key) + len(_json(item)) for key, item in kept]
+    given = [0] * count
+    left = budget
+    for turn, index in enumerate(sorted(range(count), key=lambda i: needs[i])):
+        given[index] = min(needs[index], left // (count - turn))
+        left -= given[index]
+    parts = []
+    for (key, item), need, share in zip(kept, needs, given, strict=True):
+        if share >= need:
+            parts.append(key + _json(item))
+            continue
+        cut = fitted(item, share - len(key)) if share - len(key) >= 3 else ""
+        parts.append(key + (cut if cut and len(cut) <= share - len(key) else "…"))
+    return "{" + ", ".join(parts + (["…"] if count < len(pairs) else [])) + "}"
+
+
+def _fitted_text(text: str, limit: int) -> str:
+    """`text` as a JSON string of at most `limit` characters (its escapes counted as written), `…` inside the
+    quotes where it is cut, at a word's end unless that loses most of the room."""
+    quoted = _json(text)
+    if len(quoted) <= limit:
+        return quoted
+    room = max(limit - 3, 1)  # the quotes and the …
+    end = used = 0
+    for char in text:
+        width = len(_json(char)) - 2
+        if used + width > room:
+            break
+        used += width
+        end += 1
+    cut = text[:end]
+    at_space = cut.rfind(" ")
+    if at_space > end // 2:
+        cut = cut[:at_space]
+    return _json(cut.rstrip() + "…")
 
 
 def number_text(value: float) -> str:
@@ -26,9 +131,24 @@ def shown(value: object, limit: int = 120) -> str:
     """`show` for a reason line: strings quoted on one line, floats as a person writes them (1500, not 1500.0)."""
     if isinstance(value, float):
         return number_text(value)
-    if isinstance(value, str):
-        return show(json.dumps(value, ensure_ascii=False), limit)
-    return show(value, limit)
+    return fitted(value, limit)
+
+
+def shown_apart(expected: object, found: object, limit: int = 120) -> tuple[str, str]:
+    """`expected` and `found` as `shown` puts them, except two strings alike in their first `limit` characters:
+    each from a little before where they differ (`"…ships on Friday"`, `"…ships on Monday"`), where the same
+    cut of both read the same and hid the difference the reason is about."""
+    if not isinstance(expected, str) or not isinstance(found, str):
+        return shown(expected, limit), shown(found, limit)
+    alike = next((i for i, (a, b) in enumerate(zip(expected, found, strict=False)) if a != b),
+                 min(len(expected), len(found)))
+    if alike < limit // 2 or (len(_json(expected)) <= limit and len(_json(found)) <= limit):
+        return shown(expected, limit), shown(found, limit)
+    start = alike - limit // 3
+    # from a word's start when there is one near, not from the middle of a word
+    space = expected.find(" ", start, alike)
+    start = space + 1 if 0 <= space < start + 20 else start
+    return (_fitted_text("…" + expected[start:], limit), _fitted_text("…" + found[start:], limit))
 
 
 def as_number(value: object) -> float | None:

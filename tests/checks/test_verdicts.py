@@ -218,7 +218,7 @@ async def test_a_verdict_none_of_whose_quotes_is_there_is_the_judges_error(judge
         # pass or fail, it rests on words nobody said: no verdict on the agent (and `negate` cannot turn it)
         with pytest.raises(InfraError, match=f"^judge: {'openai' if 'OpenAI' in type(server).__name__ else 'anthropic'}"
                                              f":test-model {said}, but none of its .* quote\\(s\\) is in what it was "
-                                             "shown \\('"):
+                                             'shown \\("'):
             await grade(judge)
 
     server.plan(text(invented))

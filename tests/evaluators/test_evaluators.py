@@ -254,7 +254,7 @@ tests:
     result = tamesu(["run", "--out", "out"], cwd=tmp_path)
     assert result.returncode == 3, result.stdout + result.stderr
     assert ("evaluator answer_relevancy: fake:fake scored it 0.9, but none of its 1 quote(s) is in what it was "
-            "shown ('We refund within the hour'): its score is not taken (evidence: lenient takes it)") in result.stdout
+            'shown ("We refund within the hour"): its score is not taken (evidence: lenient takes it)') in result.stdout
     assert "fault: environment" in result.stdout and "PASS  suite/lenient" in result.stdout, result.stdout
     found = results(tmp_path / "out")
     assert found["strict"]["status"] == "error"
@@ -264,7 +264,7 @@ tests:
     assert (faithful["passed"], faithful["unsupported_evidence"]) == (True, [])
     [taken] = found["lenient"]["assertions"]
     assert taken["passed"] and taken["unsupported_evidence"] == ["We refund within the hour"]
-    assert "1 quote(s) not in the transcript: 'We refund within the hour'" in taken["reason"]
+    assert '1 quote(s) not in the transcript: "We refund within the hour"' in taken["reason"]
 
 
 def test_the_seeds_genkit_names_and_the_assembled_form_run_the_same_evaluators(tmp_path: Path, tamesu,

@@ -159,7 +159,10 @@ tests:
     theirs = [e["data"] for e in run["events"] if e["name"] == "counterpart_delegated"]
     assert [(e["counterpart"], e["agent"], e["message"]) for e in theirs] == [
         ("supplier", "billing", "supplier asks: buyer checked billing")]
-    assert result(tmp_path / "out", "the-supplier-is-no-delegation-of-the-buyer")["status"] == "failed"
+    supplier_run = result(tmp_path / "out", "the-supplier-is-no-delegation-of-the-buyer")
+    assert supplier_run["status"] == "failed"
+    # what it looked for quoted as other reasons quote (it was a Python repr: 'supplier asks')
+    assert supplier_run["assertions"][0]["reason"] == '2 delegation(s) to billing, none containing "supplier asks"'
 
 
 def test_a_counterpart_whose_task_fails_makes_the_run_an_error_saying_why(

@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, Field, field_validator
 
 from tamesu.checks.base import Verdict
 from tamesu.errors import SuiteProblem, TemplateError
-from tamesu.matching import as_number, number_text, same, shown
+from tamesu.matching import as_number, number_text, same, shown, shown_apart
 from tamesu.suite.patterns import runaway
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import TEMPLATE, Context
@@ -212,7 +212,10 @@ def _problem(key: str, found: object, expected: object) -> str | None:
             return None
         return f"expected {phrase(key, expected)}, found {shown(found)}"
     if key == "equals":
-        return None if same(found, expected) else f"expected {shown(expected)}, found {shown(found)}"
+        if same(found, expected):
+            return None
+        wanted, seen = shown_apart(expected, found)
+        return f"expected {wanted}, found {seen}"
     if key == "not_equals":
         return None if not same(found, expected) else f"expected anything but {shown(expected)}, found it"
     if key == "matches":

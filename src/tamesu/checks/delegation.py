@@ -75,7 +75,7 @@ class DelegatedTo(Check[DelegatedToSpec]):
                 continue
             at = f" at turn {call.turn}" if call.turn is not None else ""
             return Verdict(passed=True, reason=f"delegated to {self.spec.agent}{at}: {quote(text, 120)}")
-        wanted = " and ".join(w for w in (f"containing {contains!r}" if contains is not None else "",
+        wanted = " and ".join(w for w in (f"containing {shown(contains)}" if contains is not None else "",
                                           f"matching /{self.spec.regex}/" if pattern is not None else "") if w)
         return Verdict(passed=False, reason=f"{len(to_agent)} delegation(s) to {self.spec.agent}, none {wanted}",
                        evidence=[_message(c)[:400] for c in to_agent])

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu import evaluators
-from tamesu.checks._quote import exception_line
+from tamesu.checks._quote import exception_line, their_line
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.grounded import ContextSpec, gather_context
 from tamesu.checks.judge import judge_client, judge_metrics
@@ -105,7 +105,7 @@ class EvaluatorCheck(Check[EvaluatorSpec]):
         bounds = ", ".join([*([f"min {low:g}"] if low is not None else []),
                             *([f"max {high:g}"] if high is not None else [])])
         label = " (fake judge)" if score.fake else ""
-        reason = f"{spec.name} {score.score:.2f} ({bounds})" + (f": {score.reason}" if score.reason else "")
+        reason = f"{spec.name} {score.score:.2f} ({bounds})" + (f": {their_line(score.reason)}" if score.reason else "")
         return Verdict(passed=passed, reason=reason + label, score=score.score, evidence=score.evidence,
                        model=score.model, prompt_version=score.prompt_version, fake=score.fake,
                        unsupported_evidence=score.unsupported_evidence)

@@ -39,7 +39,7 @@ from tamesu.checks._quote import quote
 from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.checks.similar import lexical_similarity
 from tamesu.errors import InfraError, SuiteProblem, TemplateError
-from tamesu.matching import number_text, shown
+from tamesu.matching import number_text, shown_apart
 from tamesu.models.base import ModelError
 from tamesu.models.spec import ModelSpec
 from tamesu.plugins import register
@@ -197,8 +197,9 @@ def _exact(name: str, golden: str, actual: str) -> Verdict:
         return Verdict(passed=True, score=1.0, reason=f"the transcript matches golden file {name} "
                                                        f"({len(have)} lines)")
     line = next((i for i, (w, h) in enumerate(zip(want, have, strict=False)) if w != h), min(len(want), len(have)))
-    expected = shown(want[line]) if line < len(want) else "the end of the file"
-    found = shown(have[line]) if line < len(have) else "the end of the transcript"
+    expected, found = shown_apart(want[line] if line < len(want) else "", have[line] if line < len(have) else "")
+    expected = expected if line < len(want) else "the end of the file"
+    found = found if line < len(have) else "the end of the transcript"
     diff = list(difflib.unified_diff(want, have, fromfile=name, tofile="this run", lineterm=""))
     evidence = "\n".join(diff[:_DIFF_LINES] + (["…"] if len(diff) > _DIFF_LINES else []))
     return Verdict(passed=False, score=0.0, evidence=[evidence],

@@ -15,6 +15,7 @@ from tamesu.checks.span import NO_TRACES
 from tamesu.errors import InfraError
 from tamesu.models.base import ModelError
 from tamesu.plugins import register
+from tamesu.roles.evidence import said_quotes
 from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput, JudgeVerdict
 from tamesu.roles.transcript import lines_of
@@ -57,7 +58,7 @@ def what_was_done(verdict: JudgeVerdict) -> str:
     """The reason's tail when the verdict is not simply the judge's first answer, or quotes were not found."""
     notes = [f"attempt {a.number} {a.outcome}: {a.reason}" for a in verdict.attempts if a.outcome != "accepted"]
     if verdict.unsupported_evidence:
-        quoted = ", ".join(repr(q[:60]) for q in verdict.unsupported_evidence[:3])
+        quoted = said_quotes(verdict.unsupported_evidence)
         notes.append(f"{len(verdict.unsupported_evidence)} quote(s) not in the transcript: {quoted}")
     return f" [{'; '.join(notes)}]" if notes else ""
 

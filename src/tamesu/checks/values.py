@@ -8,11 +8,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator
 
 from tamesu.checks._compare import as_text, template_failed
-from tamesu.checks._quote import quote
+from tamesu.checks._quote import one_line
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import compile_path, locate
 from tamesu.errors import TemplateError
-from tamesu.matching import shown
+from tamesu.matching import shown, shown_apart
 from tamesu.plugins import register
 from tamesu.types import Strict
 
@@ -66,15 +66,18 @@ class Equals(Check[EqualsSpec]):
             nodes, where = found
             value = nodes[0] if len(nodes) == 1 else nodes
             passed = _json_equal(value, wanted)
+            said, expected_said = shown_apart(value, wanted)
             # the expected value is said when it is not what was found: filled from a template, it is not in the suite
-            return Verdict(passed=passed, reason=f"{self.spec.path} is {shown(value)} in {where}"
-                           + ("" if passed else f", expected {shown(wanted)}"))
+            return Verdict(passed=passed, reason=f"{self.spec.path} is {said} in {where}"
+                           + ("" if passed else f", expected {expected_said}"))
         text, where = _last_text(run)
         # a reply is text: a value that is not a string is its JSON text (`null`, `true`), never Python's ("None")
         expected = as_text(wanted)
         if text.strip() == expected.strip():
             return Verdict(passed=True, reason=f"{where} is exactly {shown(expected)}")
-        return Verdict(passed=False, reason=f"expected exactly {shown(expected)}, {where} said {quote(text, 120)}")
+        # the answer quoted on one line, as other reasons quote it; from where it differs when both begin alike
+        wanted, said = shown_apart(one_line(expected), one_line(text))
+        return Verdict(passed=False, reason=f"expected exactly {wanted}, {where} said {said}")
 
 
 def _json_equal(found: object, expected: object) -> bool:

@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tamesu.evaluators.base import Sample, Score
 from tamesu.models.base import Message, ModelError, ModelRequest
+from tamesu.models.said import one_line
 from tamesu.models.structured import StructuredOutputError, ask_structured
 from tamesu.plugins import register
 from tamesu.roles import prompt_files as _prompts
-from tamesu.roles.evidence import check_evidence
+from tamesu.roles.evidence import check_evidence, said_quotes
 from tamesu.roles.failures import infra_error, not_taken
 from tamesu.roles.transcript import as_text
 
@@ -67,16 +68,18 @@ class JudgedEvaluator:
         # the prompts ask for quotes of the agent; they are looked up in all the model was shown, as a judge's are
         found = check_evidence(answer.evidence, [as_text(sample.transcript, empty=""), sample.context or ""])
         if found.none_supported and sample.evidence == "strict":
-            quoted = ", ".join(repr(q[:60]) for q in found.unsupported[:3])
+            quoted = said_quotes(found.unsupported)
             raise not_taken(f"evaluator {self.name}", StructuredOutputError(
                 f"{last.provider}:{last.model} scored it {answer.score:g}, but none of its {len(found.unsupported)} "
                 f"quote(s) is in what it was shown ({quoted}): its score is not taken (evidence: lenient takes "
-                f"it); it said: {answer.reason}", read.responses, read.attempts), prompt.version, found.unsupported)
+                f"it); it said: {one_line(answer.reason, 1000)}", read.responses, read.attempts), prompt.version,
+                found.unsupported)
         notes = [f"attempt {a.number} {a.outcome}: {a.reason}" for a in read.attempts if a.outcome != "accepted"]
         if found.unsupported:
             notes.append(f"{len(found.unsupported)} quote(s) not in the transcript: "
-                         + ", ".join(repr(q[:60]) for q in found.unsupported[:3]))
-        reason = answer.reason + (f" ({'; '.join(notes)})" if notes else "")
+                         + said_quotes(found.unsupported))
+        # the model's paragraphs on one line, short enough that the notes after them are not cut from it
+        reason = one_line(answer.reason, 700) + (f" ({'; '.join(notes)})" if notes else "")
         return Score(score=answer.score, reason=reason, evidence=answer.evidence,
                      model=f"{last.provider}:{last.model}", prompt_version=prompt.version, fake=last.fake,
                      unsupported_evidence=found.unsupported)

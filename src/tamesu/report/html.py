@@ -22,7 +22,7 @@ from tamesu import __version__
 from tamesu.plugins import register
 from tamesu.report import _html_turns, _svg, along_the_way
 from tamesu.report._artifacts import other_files
-from tamesu.report._html_text import esc, ms, num, short
+from tamesu.report._html_text import clip_words, esc, ms, num, short
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
 from tamesu.report.load_html import load_sections
@@ -34,6 +34,18 @@ _BADGES = {"passed": "PASS", "failed": "FAIL", "error": "ERR", "quarantined": "Q
            "inconclusive": "INC"}
 _ORDER = {"failed": 0, "error": 1, "inconclusive": 2, "quarantined": 3, "passed": 4, "skipped": 5}
 _NOT_PASSED = ("failed", "error", "quarantined", "inconclusive")
+
+
+_WHY = 160
+"""Characters of a failure's line the summary row shows: about two lines of the page."""
+
+
+def _why(line: str) -> str:
+    """The summary row's failure line: cut at a word's end with `…`, the whole line its tooltip (the body below
+    has it too). It was cut at 160 characters mid-word, with nothing to read the rest where it was cut."""
+    shown = clip_words(line, _WHY)
+    whole = f' title="{esc(line)}"' if shown != line else ""
+    return f'<span class="why"{whole}>{esc(shown)}</span>'
 
 
 def _asset(name: str) -> str:
@@ -178,7 +190,7 @@ class _Page:
         runs_note = f" · {result.runs_said()}" if result.total_runs > 1 else ""
         reason = ""
         if result.status in _NOT_PASSED:
-            reason = f'<span class="why">{esc(short(failure_reason(result) or result.status, 160))}</span>'
+            reason = _why(failure_reason(result) or result.status)
         elif result.status == "skipped":
             reason = f'<span class="why">{esc(result.skip_reason or "")}</span>'
         head = (f'<summary><span class="badge s-{result.status}">{_BADGES[result.status]}</span> '

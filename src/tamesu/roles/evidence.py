@@ -3,8 +3,9 @@ whitespace, case and quote marks do not matter, words do."""
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 _SPACES = re.compile(r"\s+")
@@ -61,3 +62,27 @@ def check_evidence(quotes: Iterable[str], record: Iterable[str]) -> Evidence:
     for quote in quotes:
         (found.supported if _found(_core(quote), texts) else found.unsupported).append(quote)
     return found
+
+
+QUOTES_NAMED = 3
+"""Quotes a reason names of those not found; it says how many more."""
+QUOTE_SHOWN = 80
+"""Characters of a quote a reason shows: enough to find it in the model's answer, which `result.json` keeps whole."""
+
+
+def said_quotes(quotes: Sequence[str]) -> str:
+    """Quotes as a reason names them, as other reasons quote: each in double quotes on one line, cut with `…`
+    inside (`"We refund within the hour", "Your order…" and 2 more`). They were Python reprs cut at 60
+    characters, single-quoted or double-quoted as the quote's own marks had it, with `\n` and no `…`."""
+    named = ", ".join(json.dumps(_cut(quote), ensure_ascii=False) for quote in quotes[:QUOTES_NAMED])
+    left = len(quotes) - QUOTES_NAMED
+    return named + (f" and {left} more" if left > 0 else "")
+
+
+def _cut(quote: str) -> str:
+    flat = _SPACES.sub(" ", quote).strip()
+    if len(flat) <= QUOTE_SHOWN:
+        return flat
+    cut = flat[: QUOTE_SHOWN - 1]
+    at_space = cut.rfind(" ")
+    return (cut[:at_space] if at_space > QUOTE_SHOWN // 2 else cut).rstrip() + "…"

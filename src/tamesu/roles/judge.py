@@ -17,9 +17,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tamesu.models.base import Message, MessageFile, ModelClient, ModelError, ModelRequest, ModelResponse
+from tamesu.models.said import one_line
 from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured
 from tamesu.roles import prompt_files as _prompts
-from tamesu.roles.evidence import Evidence, check_evidence
+from tamesu.roles.evidence import Evidence, check_evidence, said_quotes
 from tamesu.roles.failures import infra_error, not_taken
 from tamesu.roles.transcript import as_text
 
@@ -208,12 +209,12 @@ class Judge:
         if found.none_supported and mode == "strict":
             # the judge shows nothing that is there: its verdict, pass or fail, rests on words nobody said, so it
             # decides nothing about the agent; the run is an error naming the judge, as for an answer out of shape
-            quoted = ", ".join(repr(q[:60]) for q in found.unsupported[:3])
+            quoted = said_quotes(found.unsupported)
             raise not_taken("judge", StructuredOutputError(
                 f"{last.provider}:{last.model} {'passed' if passed else 'failed'} it, but none of its "
                 f"{len(found.unsupported)} quote(s) is in what it was shown ({quoted}): its verdict is not taken "
-                f"(evidence: lenient takes it); the judge said: {answer.reason}", responses, attempts), version,
-                found.unsupported)
+                f"(evidence: lenient takes it); the judge said: {one_line(answer.reason, 1000)}", responses,
+                attempts), version, found.unsupported)
         return JudgeVerdict(
             passed=passed, score=score, reason=answer.reason, evidence=answer.evidence,
             model=f"{last.provider}:{last.model}", prompt_version=version, fake=last.fake,
