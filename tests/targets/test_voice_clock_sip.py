@@ -72,7 +72,10 @@ def test_time_to_first_audio_and_silence_agree_with_the_phone_agents_own_clock(t
         assert len(measured) == len(own["first_audio_ms"]) == len(own["silence_ms"]) == 1, rows[-1]
         assert own["first_audio_ms"][0] >= int(name.rsplit("_", 1)[1]), rows[-1]  # the agent waited as told
         first.append((name, measured[0], own["first_audio_ms"][0]))
-        silence.append((name, result["metrics"]["silence_gap_max_ms"], own["silence_ms"][0]))
+        # printed, not compared (below); absent once at load 18 (a KeyError then failed the test on a value it
+        # never checks: metrics.py leaves it out when no user turn has its end placed)
+        if (gap := result["metrics"].get("silence_gap_max_ms")) is not None:
+            silence.append((name, gap, own["silence_ms"][0]))
     print("per call: tamesu's time to first audio, the agent's notes, tamesu's silence gap (ms):", rows)
     first_differences, silence_differences = closest(first), closest(silence)
     print("time to first audio, tamesu minus the agent's clock (ms):", first_differences)
