@@ -171,7 +171,7 @@ def test_a_simulator_that_breaks_character_makes_the_test_inconclusive(tmp_path:
     out = result.stdout
     assert "INC   suite/book" in out and "1 inconclusive (the simulated user at fault)" in out, out
     assert out.count("is inconclusive") == 2 and "running it again with a new seed (2 of 2)" in out
-    assert "(made 3 times with new seeds)" in out  # the finding once, under the test's line (docs/repeats.md)
+    assert "(made 3 times)" in out  # the finding once, under the test's line (docs/repeats.md)
     assert "fault: simulated_user" in out and "✗" not in out  # never reported as the agent's failure
     line = _results(tmp_path)["book"]
     assert line["status"] == "inconclusive" and "it says it is an AI" in line["reason"]

@@ -211,7 +211,8 @@ class ConsoleReporter:
                 faults.setdefault(run.fault, []).append(run.run)
             if run.status == "inconclusive":
                 # a run the simulated user spoiled is not the agent's failure: only the finding is shown
-                again = f" (made {count_of(run.reruns + 1, 'time')} with new seeds)" if run.reruns else ""
+                # made again: a model's user with a new seed, an agent's as it is (its answers may differ)
+                again = f" (made {count_of(run.reruns + 1, 'time')})" if run.reruns else ""
                 self._print(Text(f"      ? {prefix}{run.fault_reason}{again}", style="yellow"))
             else:
                 if run.error:

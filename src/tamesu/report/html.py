@@ -268,7 +268,7 @@ class _Page:
             extra = f" · {esc(detail.end_reason.replace('_', ' '))} · {ms(detail.duration_ms)}"
         parts = [f'<section class="run"><h3>{status} {esc(title)}{extra}</h3><p class="links">{links}</p>']
         if summary.fault is not None:
-            again = f" (made {summary.reruns + 1} times with new seeds)" if summary.reruns else ""
+            again = f" (made {summary.reruns + 1} times)" if summary.reruns else ""
             # the reason once: the error or the failed checks are shown below it (an inconclusive run's
             # checks are not the agent's failures: the simulated user's reason is said here)
             failures = [] if summary.status == "inconclusive" else \
