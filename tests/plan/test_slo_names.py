@@ -48,10 +48,32 @@ def test_a_metric_another_target_type_measures_still_passes_a_test_that_does_not
     assert code == 0, said
 
 
-def test_a_target_that_declares_no_metrics_leaves_its_slos_to_the_run(tmp_path: Path) -> None:
-    # a voice target's metrics (and a plug-in's) are known once it ran: its suite's SLOs are not refused before
-    code, said = _validate(tmp_path, "ttft_p95: 1500", target="call")
+def test_a_misspelt_slo_on_a_voice_suite_is_said_where_written(tmp_path: Path) -> None:
+    # before: a voice target declared no metrics, so its suite's SLOs were left to the run's end: validate said ok
+    code, said = _validate(tmp_path, "time_to_first_audo_ms_p95: 1500", target="call")
+    assert code == 2, said
+    assert said.splitlines()[0] == (
+        "s.tamesu.yaml:7:10: defaults.slo.time_to_first_audo_ms_p95: time_to_first_audo_ms_p95 is measured by no "
+        "run of this suite's voice target, nor by any other target type, so this SLO would pass every test "
+        "unchecked: did you mean time_to_first_audio_ms_p95? (a distribution takes _pNN, _max, _min, _mean)"), said
+    assert said.count("s.tamesu.yaml:") == 1, said
+
+
+def test_a_voice_suites_own_metrics_validate(tmp_path: Path) -> None:
+    # each of the voice target's kinds: a turn's measure, a call's, its counter, the call's pace, the greeting's
+    slo = ("time_to_first_audio_ms_p95: 1500, talk_over_ratio: 0.2, voice_clears: 3, frame_late_ms_p99: 20, "
+           "greeting_ms: 3000, turn_latency_ms_p95: 4000")
+    code, said = _validate(tmp_path, slo, target="call")
     assert code == 0, said
+
+
+def test_a_statistic_an_audio_call_does_not_record_is_said_with_the_ones_it_does(tmp_path: Path) -> None:
+    # frame_late_ms is recorded as three figures, no distribution: its _p95 passed every test unchecked
+    code, said = _validate(tmp_path, "frame_late_ms_p95: 20", target="call")
+    assert code == 2, said
+    assert ("frame_late_ms_p95 is measured by no run of this suite's voice target, nor by any other target type, so "
+            "this SLO would pass every test unchecked: did you mean frame_late_ms_p99? (frame_late_ms is recorded as "
+            "_max, _p50, _p99 only)") in said, said
 
 
 def test_the_projects_slo_is_said_in_tamesu_yaml(tmp_path: Path) -> None:

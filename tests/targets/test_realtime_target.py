@@ -62,6 +62,20 @@ def test_the_example_suites_pass_in_text_and_in_audio(bella: BellaRun) -> None:
     assert "Traceback" not in bella.stdout
 
 
+def test_every_metric_the_calls_recorded_is_one_the_realtime_target_declares(bella: BellaRun) -> None:
+    # validate refuses an SLO on a name the suite's targets do not declare (plan/_slo_names): what the example's
+    # calls recorded (text, audio, a barge-in, a phone line) is held to `RealtimeTarget.metric_names`
+    from tamesu import targets
+    from tamesu.plan._slo_names import RUN_METRICS, measurable
+
+    declared = targets.target_class("realtime").metric_names
+    assert declared is not None
+    recorded = {name for path in bella.run_dir.rglob("result.json") for name in json.loads(path.read_text())["metrics"]}
+    assert {"realtime_events", "time_to_first_audio_ms_p95", "interruption_stop_ms", "talk_over_ratio",
+            "loop_lag_ms_p99"} <= recorded, sorted(recorded)
+    assert sorted(name for name in recorded if not measurable(name, RUN_METRICS | declared)) == [], sorted(recorded)
+
+
 def test_a_text_conversation_answers_tools_from_tool_results(bella: BellaRun) -> None:
     result = bella.result("book-a-table-by-text")
     calls = [(c["name"], c["args"], c["result"]) for c in result["tool_calls"]]

@@ -421,3 +421,20 @@ def test_the_docs_recipe_transcribes_a_runs_audio_wav(run: tuple[Path, dict[str,
     assert any("agent:" in line and "bakery" in line.lower() for line in lines), done.stdout
     assert any("user:" in line and "open" in line.lower() for line in lines), done.stdout
     assert any("agent:" in line and "morning" in line.lower() for line in lines), done.stdout
+
+
+def test_every_metric_the_calls_recorded_is_one_the_voice_target_declares(
+        run: tuple[Path, dict[str, dict[str, Any]]]) -> None:
+    # validate refuses an SLO on a name the suite's targets do not declare (plan/_slo_names), so a metric a call
+    # records that `VoiceTarget.metric_names` leaves out would have its SLO refused: what this run's calls recorded
+    # (greetings, barge-ins, lines, failures) is held to it
+    from tamesu import targets
+    from tamesu.plan._slo_names import RUN_METRICS, measurable
+
+    run_dir, _records = run
+    declared = targets.target_class("voice").metric_names
+    assert declared is not None
+    recorded = {name for path in run_dir.rglob("result.json") for name in json.loads(path.read_text())["metrics"]}
+    assert {"time_to_first_audio_ms_p95", "interruption_stop_ms", "greeting_ms", "talk_over_ratio", "voice_clears",
+            "frame_late_ms_p99"} <= recorded, sorted(recorded)
+    assert sorted(name for name in recorded if not measurable(name, RUN_METRICS | declared)) == [], sorted(recorded)

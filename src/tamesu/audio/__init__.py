@@ -16,5 +16,6 @@ One job per module:
 - `conversation`: the driver an audio target uses (docs/voice.md): speak a turn, take the agent's audio,
   barge in, finish with the artifacts and metrics.
 
-Only `tamesu.audio.extra` may be imported by code that runs without the extra: it says what is missing.
+Only `tamesu.audio.extra` (what is missing) and `tamesu.audio.measured` (the names of the metrics a call records)
+may be imported by code that runs without the extra.
 """

@@ -2,8 +2,8 @@
 on a text test: Concepts), so a misspelt one (`ttft_p95`) passed every test, said only by a warning at the run's
 end. Where every target a suite's tests talk to (or have as a counterpart) declares what it measures
 (`Target.metric_names`), a name that none of them, no run, and no other target type measures is a problem where
-written. Where one does not (a plug-in's, an audio target's), what its runs measure is known only once they ran:
-the end-of-run warning says it, as it says an SLO on another target type's metric that no test measured."""
+written. Where one does not (a plug-in's), what its runs measure is known only once they ran: the end-of-run
+warning says it, as it says an SLO on another target type's metric that no test measured."""
 
 from __future__ import annotations
 
@@ -32,14 +32,6 @@ _RUN = (
 RUN_METRICS = frozenset(_RUN)
 """The metrics any run may measure, whatever its target."""
 
-AUDIO_METRICS = frozenset({
-    "time_to_first_audio_ms", "interruption_stop_ms", "interruption_audio_stop_ms", "bot_interrupted_ms",
-    "talk_over_ratio", "silence_gap_max_ms", "stt_word_error_rate", "greeting_ms", "agent_speech_ms",
-    "user_speech_ms", "barge_in_late_ms", "frame_late_ms", "loop_lag_ms", "loop_cpu_ms", "loop_runqueue_ms",
-    "call_setup_ms", "ring_ms", "call_duration_ms", "realtime_events", "realtime_responses"})
-"""The audio targets' metrics the docs name (docs/voice.md, docs/voice-targets.md): those targets declare none, so
-an SLO on one of these is taken as meant for them (it passes a text test unchecked, as Concepts says)."""
-
 _SUFFIX = re.compile(r"^(?P<base>.+?)(?P<stat>_(?:p\d{1,2}(?:\.\d+)?|max|min|mean))$")
 """A distribution's statistic, as `engine.metrics` reads a name (`turn_latency_ms_p95`)."""
 
@@ -59,9 +51,9 @@ def vocabulary(suite: LoadedSuite, used: Iterable[str]) -> frozenset[str] | None
 
 
 def _elsewhere() -> frozenset[str]:
-    """Every metric a built-in target type says it measures, and the audio targets' named ones: asked only of a
-    name the suite's own targets never measure (it imports every built-in target type)."""
-    names = set(AUDIO_METRICS)
+    """Every metric a built-in target type says it measures: asked only of a name the suite's own targets never
+    measure (it imports every built-in target type)."""
+    names: set[str] = set()
     for kind in plugins.built_in_names("targets"):
         try:
             declared = targets.target_class(kind).metric_names
@@ -80,16 +72,22 @@ def said(name: str, known: frozenset[str], whose: str) -> str:
     """The problem of an SLO on `name`, which nothing `whose` measures: the nearest known name, else every one."""
     match = _SUFFIX.match(name)
     base, stat = (match.group("base"), match.group("stat")) if match else (name, "")
+    # a family recorded as a few statistics (an audio call's frame_late_ms_p99): another of it is measured by no run
+    fixed = [n for n in sorted(known) if (m := _SUFFIX.match(n)) is not None and m.group("base") == base]
+    plain = sorted(n for n in known if not _SUFFIX.match(n))
     # a statistic is kept as written: the name it is of is the misspelt part
-    close = [f"{found}{stat}" for found in difflib.get_close_matches(base, sorted(known), n=1, cutoff=0.6)] or \
+    close = difflib.get_close_matches(name, fixed, n=1, cutoff=0.0) or \
+        [f"{found}{stat}" for found in difflib.get_close_matches(base, plain, n=1, cutoff=0.6)] or \
         difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
     # the agent's span metrics are one family, said by name: the list stays one readable line
     listed = [n for n in (*_RUN, *sorted(known - RUN_METRICS))
               if n in known and not n.startswith("trace_") and n.removesuffix("_total") not in SPAN_METRICS]
     hint = f"did you mean {close[0]}?" if close else \
         f"the metrics: {', '.join(listed)}, and with traces: the agent's span metrics (docs/traces.md)"
+    stats = f"{base} is recorded as {', '.join(n.removeprefix(base) for n in fixed)} only" if fixed else \
+        "a distribution takes _pNN, _max, _min, _mean"
     return (f"{name} is measured by no run of {whose}, nor by any other target type, so this SLO would pass every "
-            f"test unchecked: {hint} (a distribution takes _pNN, _max, _min, _mean)")
+            f"test unchecked: {hint} ({stats})")
 
 
 def suite_slo_problems(suite: LoadedSuite, used: set[str] | None) -> list[Problem]:

@@ -162,8 +162,9 @@ class Target(ABC, Generic[SpecT]):
     the others the engine reads it from each turn as kept (`targets.handoff_signal`)."""
     metric_names: ClassVar[frozenset[str] | None] = None
     """The metrics it measures itself (`metrics()`, each turn's `measures`, what it counts on the session), besides
-    those of every run (`plan._slo_names`); None when not declared (a plug-in's, an audio target's): a
-    `defaults.slo` its tests may measure is then not checked before the run, only warned of after it."""
+    those of every run (`plan._slo_names`); an audio target's include every audio call's (`audio.measured`). None
+    when not declared (a plug-in's): a `defaults.slo` its tests may measure is then not checked before the run, only
+    warned of after it."""
     reports_tool_calls: ClassVar[bool] = True
     """Its protocol tells tamesu of tool calls, so tool assertions can see them (`validate` warns if not)."""
     takes_options: ClassVar[frozenset[str] | None] = frozenset()

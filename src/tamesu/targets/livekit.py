@@ -42,6 +42,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from tamesu.audio import measured
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
@@ -156,6 +157,7 @@ class _Heard:
 @register("targets", "livekit")
 class LiveKitTarget(Target[LiveKitSpec]):
     kind = "livekit"
+    metric_names = measured.RECORDED
     hears_dtmf = True
     audio = text_mode = dtmf = True
     Spec = LiveKitSpec

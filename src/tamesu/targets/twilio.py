@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from tamesu.conversation import AgentTurn, Session, TurnError
 from tamesu.plugins import register
 from tamesu.targets.audio.sniffer import EncodingSniffer
-from tamesu.targets.audio.socket import AudioSocketTarget
+from tamesu.targets.audio.socket import AudioSocketTarget, socket_metric_names
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import TargetSpec
 from tamesu.targets.realtime.spec import require_audio_extra, websocket_url
@@ -155,6 +155,7 @@ class TwilioWire(Wire):
 @register("targets", "twilio")
 class TwilioTarget(AudioSocketTarget[TwilioSpec]):
     kind = "twilio"
+    metric_names = socket_metric_names(kind)
     Spec = TwilioSpec
     spec: TwilioSpec
 

@@ -50,7 +50,7 @@ from tamesu.plugins import register
 from tamesu.targets._tool_arguments import read_arguments
 from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.sniffer import EncodingSniffer
-from tamesu.targets.audio.socket import AudioSocketTarget
+from tamesu.targets.audio.socket import AudioSocketTarget, socket_metric_names
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec
 from tamesu.targets.realtime.spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
@@ -322,6 +322,7 @@ class VoiceWire(Wire):
 @register("targets", "voice")
 class VoiceTarget(CapturedSocketAddress, AudioSocketTarget[VoiceSpec]):
     kind = "voice"
+    metric_names = socket_metric_names(kind)
     opens_session = True
     dtmf_needs = "messages.dtmf"
     Spec = VoiceSpec

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from tamesu.audio import measured
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn, given_since
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio._call_trace import CallTrace
@@ -51,6 +52,14 @@ if TYPE_CHECKING:
     from tamesu.audio.conversation import AudioConversation
 
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+COUNTS = ("messages", "clears", "marks", "dtmf_sent")
+"""What every audio socket counts, recorded as `<type>_<count>` (`metrics()`)."""
+
+
+def socket_metric_names(kind: str, counts: tuple[str, ...] = ()) -> frozenset[str]:
+    """What an audio socket target of type `kind` records (its `Target.metric_names`): its counts (`COUNTS` and its
+    own), the greeting's wait, a barge-in's stop, and every audio call's."""
+    return measured.RECORDED | {"greeting_ms", "interruption_stop_ms"} | {f"{kind}_{n}" for n in (*COUNTS, *counts)}
 
 
 class AudioSocketTarget(CallTrace, Target[SpecT]):
@@ -85,7 +94,7 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
         self._send_lock = asyncio.Lock()
         self._marks: list[tuple[asyncio.TimerHandle, str | bytes]] = []
         self._tasks: set[asyncio.Future[None]] = set()
-        self._counts = {"messages": 0, "clears": 0, "marks": 0, "dtmf_sent": 0}
+        self._counts = dict.fromkeys(COUNTS, 0)
         self._opened_at: float | None = None
         self._metrics: dict[str, float] = {}
 

@@ -58,7 +58,7 @@ from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.plugins import register
 from tamesu.targets.audio.heard import Heard
 from tamesu.targets.audio.listen import POLL_S
-from tamesu.targets.audio.socket import MAX_MESSAGE_BYTES, AudioSocketTarget
+from tamesu.targets.audio.socket import MAX_MESSAGE_BYTES, AudioSocketTarget, socket_metric_names
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec
 from tamesu.targets.pipecat.wire import PipecatWire, peek
@@ -122,9 +122,14 @@ class PipecatSpec(TargetSpec):
         return self
 
 
+_COUNTS = ("bot_interrupted", "tool_calls", "rtvi_errors")
+"""What a pipecat call counts besides every audio socket's (`pipecat_bot_interrupted`...)."""
+
+
 @register("targets", "pipecat")
 class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
     kind = "pipecat"
+    metric_names = socket_metric_names(kind, _COUNTS) | {"bot_interrupted_ms", "interruption_audio_stop_ms"}
     opens_session = True
     text_mode = True
     Spec = PipecatSpec
@@ -133,7 +138,7 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
     def __init__(self, spec: PipecatSpec, name: str) -> None:
         super().__init__(spec, name)
         self.idle_s = spec.idle
-        self._counts.update({"bot_interrupted": 0, "tool_calls": 0, "rtvi_errors": 0})
+        self._counts.update(dict.fromkeys(_COUNTS, 0))
         self._speaking = False
         """Between the bot's bot-started-speaking and bot-stopped-speaking: a gap in its audio (a loaded bot
         falling behind) is then not the end of its turn."""

@@ -54,6 +54,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from tamesu.audio import measured
 from tamesu.conversation import AgentTurn, Session, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.plugins import register
@@ -80,6 +81,7 @@ _BENIGN_ERRORS = {"response_cancel_not_active"}
 @register("targets", "realtime")
 class RealtimeTarget(Target[RealtimeSpec]):
     kind = "realtime"
+    metric_names = measured.RECORDED | {"interruption_stop_ms", "realtime_events", "realtime_responses"}
     audio = text_mode = True
     Spec = RealtimeSpec
     carries_history = True

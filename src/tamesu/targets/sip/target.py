@@ -33,6 +33,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
+from tamesu.audio import measured
 from tamesu.conversation import AgentTurn, Session, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.plugins import register
@@ -64,6 +65,7 @@ WORDS_OUT_TIMEOUT_S = 3.0
 @register("targets", "sip")
 class SipTarget(Target[SipSpec]):
     kind = "sip"
+    metric_names = measured.RECORDED | {"call_setup_ms", "ring_ms", "greeting_ms", "call_duration_ms"}
     phone_call = hears_dtmf = True
     session_names = frozenset({"uri"})
     audio = dtmf = True
