@@ -45,9 +45,26 @@ async def test_a_phrase_not_said_fails_with_what_came_closest() -> None:
     assert "expected the agent to say \"press 3 for pharmacy\"" in missed.reason
     similar = await _verdict({"contains": "press two for the billing team"})  # 4 of 6 words
     assert not similar.passed
-    assert "closest heard: 'Press one for appointment. Two for billing.' (4 of 6 words)" in similar.reason
+    assert 'closest heard: "Press one for appointment. Two for billing." (4 of 6 words)' in similar.reason
     assert (await _verdict({"contains": {"value": "your order ORD-1001 is done", "similarity": 0.8}})).passed
     assert not (await _verdict({"contains": {"value": "your order ORD-1001 is done", "similarity": 0.9}})).passed
+
+
+async def test_what_was_heard_is_quoted_on_one_line_as_other_reasons_quote() -> None:
+    # before: Python reprs, "We're open at nine.\nPress two for" (in double quotes only for the apostrophe, the
+    # line break as a backslash and an n) where every other reason quotes in double quotes on one line
+    greeting = "We're open at nine.\nPress two for billing"
+    found = await _verdict({"contains": "we're open at nine press two for billing"}, text=greeting)
+    assert found.passed
+    assert found.reason.endswith('heard "We\'re open at nine. Press two for billing" (the same words spoken))'), \
+        found.reason
+    missed = await _verdict({"contains": "we're open at ten press three for sales"}, text=greeting)
+    assert not missed.passed
+    assert missed.reason.endswith('; closest heard: "We\'re open at nine. Press two for" (5 of 9 words)'), \
+        missed.reason
+    said = await _verdict({"not_contains": "we're open at 9"}, text=greeting)
+    assert not said.passed
+    assert said.reason.endswith('said it aloud: heard "We\'re open at nine." (the same words spoken)'), said.reason
 
 
 async def test_not_contains_fails_when_the_words_were_said_aloud() -> None:
