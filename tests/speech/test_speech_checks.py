@@ -110,9 +110,18 @@ async def test_wait_for_hears_a_greeting_split_in_two_and_fails_in_one_line() ->
     assert (await never.next_turn(more, Context())).listen == 15  # the default timeout
     failed = await never.next_turn(more, Context())  # nothing more was heard
     assert failed.failure is not None and "\n" not in failed.failure
-    assert failed.failure.startswith("script step 1 waited for 'press 9 for pharmacy'; the agent said "
-                                     "'Thank you for calling the clinic. / Press one for appointment. Two "
-                                     "for billing.' (closest: 'Press one for"), failed.failure
+    assert failed.failure.startswith('script step 1 waited for "press 9 for pharmacy"; the agent said '
+                                     '"Thank you for calling the clinic. / Press one for appointment. Two '
+                                     'for billing." (closest: "Press one for'), failed.failure
+
+    # quoted as the checks' reasons quote: before, Python reprs, "We're closed.\nPress one…" in double quotes
+    # only because of the apostrophe, a line break as a backslash and an n, the closest words' break too
+    closed = [Exchange(1, None, AgentTurn(text="We're closed.\nPress one for the desk.", spoken=True))]
+    apostrophes = ScriptedUser([ScriptStep(wait_for="we're open, press two", timeout=0)], Path.cwd())
+    missed = await apostrophes.next_turn(closed, Context())
+    assert missed.failure == ('script step 1 waited 0s for "we\'re open, press two"; the agent said "We\'re closed. '
+                              'Press one for the desk." (closest: "We\'re closed. Press", 2 of 4 words)'), \
+        missed.failure
 
     text = ScriptedUser([ScriptStep(wait_for="press 2 for billing", match="exact", timeout=0)], Path.cwd())
     assert (await text.next_turn(more, Context())).failure is not None
