@@ -618,3 +618,8 @@ async def test_grounded_with_an_empty_context_fails_without_asking() -> None:
     run = make_view(AgentTurn(text="Refunds take 5 days.", response={"sources": []}))
     found = await verdict({"grounded": {"context": {"json_path": "$.sources[*].text"}}}, run)
     assert not found.passed and "no context" in found.reason
+    # the tool named bare, as the tool checks name it (before, a Python repr: tool 'search_policy')
+    no_call = await verdict({"grounded": {"context": {"tool": "search_policy"}}}, run)
+    assert not no_call.passed
+    assert no_call.reason == "no context to check the claims against: tool search_policy was not called or returned " \
+        "nothing", no_call.reason

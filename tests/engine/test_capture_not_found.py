@@ -1,6 +1,7 @@
 """A capture no agent turn had is said in the result (a `capture_not_found` event naming what looked where) and
 counted on the console's `along the way` line. Before, it left no trace: only a later template or assertion that
-happened to read it said anything, and a capture nothing read vanished from a green run."""
+happened to read it said anything, and a capture nothing read vanished from a green run. Its pattern is written
+/…/ as the checks' reasons write one (before, a Python repr doubled its backslash: 'via ([A-Z]+)\\\\b')."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ tests:
     target: bot
     capture:
       - { name: order, regex: "ORD-[0-9]+" }
-      - { name: carrier, regex: "via ([A-Z]+)" }
+      - { name: carrier, regex: 'via ([A-Z]+)\\b' }
       - { name: eta, json_path: "$.eta" }
     scenario: { script: [ { say: "where is my order?" }, { say: "and when?" } ] }
     assert: [ { captured: { name: order, matches: "^ORD-" } } ]
@@ -34,7 +35,7 @@ def test_a_capture_no_turn_had_is_an_event_and_counted_along_the_way(tmp_path: P
     result = json.loads((run_dir / "s" / "order" / "run-1" / "result.json").read_text())
     assert result["captured"] == {"order": "ORD-1001"}
     assert [e["data"] for e in result["events"] if e["name"] == "capture_not_found"] == [
-        {"name": "carrier", "note": "capture carrier: regex 'via ([A-Z]+)' found nothing in 2 agent turn(s)"},
+        {"name": "carrier", "note": "capture carrier: regex /via ([A-Z]+)\\b/ found nothing in 2 agent turn(s)"},
         {"name": "eta", "note": "capture eta: json_path $.eta found nothing in 2 agent turn(s)"},
     ]
 
@@ -48,7 +49,7 @@ def test_a_step_that_needs_a_capture_no_turn_had_says_what_the_capture_looked_fo
     done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert ("✗ conversation: the next user turn could not be written: {{captured.carrier}} has no value (capture "
-            "carrier: regex 'via ([A-Z]+)' found nothing in 1 agent turn(s))") in done.stdout, done.stdout
+            "carrier: regex /via ([A-Z]+)\\b/ found nothing in 1 agent turn(s))") in done.stdout, done.stdout
     assert "fault: agent" in done.stdout
 
 
@@ -64,6 +65,6 @@ def test_an_assertion_that_needs_a_capture_no_turn_had_says_what_the_capture_loo
     result = json.loads((run_dir / "s" / "order" / "run-1" / "result.json").read_text())
     first = result["assertions"][0]
     assert (first["passed"], first["reason"]) == (
-        False, "cannot check: {{captured.carrier}} has no value (capture carrier: regex 'via ([A-Z]+)' found nothing "
-               "in 2 agent turn(s))")
+        False, "cannot check: {{captured.carrier}} has no value (capture carrier: regex /via ([A-Z]+)\\b/ found "
+               "nothing in 2 agent turn(s))")
     assert result["assertions"][1]["passed"] is True

@@ -45,9 +45,26 @@ async def test_a_phrase_not_said_fails_with_what_came_closest() -> None:
     assert "expected the agent to say \"press 3 for pharmacy\"" in missed.reason
     similar = await _verdict({"contains": "press two for the billing team"})  # 4 of 6 words
     assert not similar.passed
-    assert "closest heard: 'Press one for appointment. Two for billing.' (4 of 6 words)" in similar.reason
+    assert 'closest heard: "Press one for appointment. Two for billing." (4 of 6 words)' in similar.reason
     assert (await _verdict({"contains": {"value": "your order ORD-1001 is done", "similarity": 0.8}})).passed
     assert not (await _verdict({"contains": {"value": "your order ORD-1001 is done", "similarity": 0.9}})).passed
+
+
+async def test_what_was_heard_is_quoted_on_one_line_as_other_reasons_quote() -> None:
+    # before: Python reprs, "We're open at nine.\nPress two for" (in double quotes only for the apostrophe, the
+    # line break as a backslash and an n) where every other reason quotes in double quotes on one line
+    greeting = "We're open at nine.\nPress two for billing"
+    found = await _verdict({"contains": "we're open at nine press two for billing"}, text=greeting)
+    assert found.passed
+    assert found.reason.endswith('heard "We\'re open at nine. Press two for billing" (the same words spoken))'), \
+        found.reason
+    missed = await _verdict({"contains": "we're open at ten press three for sales"}, text=greeting)
+    assert not missed.passed
+    assert missed.reason.endswith('; closest heard: "We\'re open at nine. Press two for" (5 of 9 words)'), \
+        missed.reason
+    said = await _verdict({"not_contains": "we're open at 9"}, text=greeting)
+    assert not said.passed
+    assert said.reason.endswith('said it aloud: heard "We\'re open at nine." (the same words spoken)'), said.reason
 
 
 async def test_not_contains_fails_when_the_words_were_said_aloud() -> None:
@@ -93,9 +110,18 @@ async def test_wait_for_hears_a_greeting_split_in_two_and_fails_in_one_line() ->
     assert (await never.next_turn(more, Context())).listen == 15  # the default timeout
     failed = await never.next_turn(more, Context())  # nothing more was heard
     assert failed.failure is not None and "\n" not in failed.failure
-    assert failed.failure.startswith("script step 1 waited for 'press 9 for pharmacy'; the agent said "
-                                     "'Thank you for calling the clinic. / Press one for appointment. Two "
-                                     "for billing.' (closest: 'Press one for"), failed.failure
+    assert failed.failure.startswith('script step 1 waited for "press 9 for pharmacy"; the agent said '
+                                     '"Thank you for calling the clinic. / Press one for appointment. Two '
+                                     'for billing." (closest: "Press one for'), failed.failure
+
+    # quoted as the checks' reasons quote: before, Python reprs, "We're closed.\nPress one…" in double quotes
+    # only because of the apostrophe, a line break as a backslash and an n, the closest words' break too
+    closed = [Exchange(1, None, AgentTurn(text="We're closed.\nPress one for the desk.", spoken=True))]
+    apostrophes = ScriptedUser([ScriptStep(wait_for="we're open, press two", timeout=0)], Path.cwd())
+    missed = await apostrophes.next_turn(closed, Context())
+    assert missed.failure == ('script step 1 waited 0s for "we\'re open, press two"; the agent said "We\'re closed. '
+                              'Press one for the desk." (closest: "We\'re closed. Press", 2 of 4 words)'), \
+        missed.failure
 
     text = ScriptedUser([ScriptStep(wait_for="press 2 for billing", match="exact", timeout=0)], Path.cwd())
     assert (await text.next_turn(more, Context())).failure is not None

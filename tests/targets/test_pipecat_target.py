@@ -373,7 +373,7 @@ def test_a_bad_bot_fails_with_its_reason_and_no_hang(failing_run: dict[str, dict
 def test_a_wait_for_longer_than_turn_timeout_waits_its_own_timeout(failing_run: dict[str, dict[str, Any]]) -> None:
     for name, said in (("a", "heard you"), ("t", "you said: hello")):
         reason = failing_run[name]["runs"][0]["failures"][0]["reason"]
-        assert reason.startswith(f"script step 2 waited 3s for 'pharmacy'; the agent said '{said}"), reason
+        assert reason.startswith(f'script step 2 waited 3s for "pharmacy"; the agent said "{said}'), reason
         assert failing_run[name]["duration_ms"] >= 3000, failing_run[name]
 
 

@@ -52,5 +52,5 @@ def test_wait_for_hears_what_a_callback_agent_posts_after_its_answer(tamesu: Cal
     never = results["never posted"]
     assert never["status"] == "failed" and done.returncode == 1, done.stdout
     reason = next(a["reason"] for a in never["assertions"] if not a["passed"])
-    assert reason.startswith("script step 2 waited 2s for 'refund'; the agent said '"), reason
+    assert reason.startswith('script step 2 waited 2s for "refund"; the agent said "'), reason
     assert "Done: order pizza" in reason and "\n" not in reason, reason

@@ -79,7 +79,7 @@ def test_wait_for_hears_what_a_websocket_agent_sends_unasked(tamesu: Callable, t
     never = results["never said"]
     assert never["status"] == "failed"
     reason = _failure(never)
-    assert reason == "script step 1 waited 2s for 'goodbye forever'; the agent said 'Welcome!'", reason
+    assert reason == 'script step 1 waited 2s for "goodbye forever"; the agent said "Welcome!"', reason
     assert reason in done.stdout  # the console's one line
     assert done.returncode == 1, done.stdout + done.stderr
 

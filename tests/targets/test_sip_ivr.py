@@ -198,6 +198,6 @@ def test_dtmf_received_and_transferred_to_fill_their_templates(ivr_runs: IvrRuns
     assert "PASS  calls/transfer" in said, said
     # the value filled in is what the digits were held against, and in `matches` it is text: `.` is a dot
     assert "FAIL  calls/digits back [wrong]" in said, said
-    assert "the agent sent '1234#', expected '9999'" in said, said
-    assert r"the agent sent '1234#', which does not match '^\\.'" in said, said
+    assert 'the agent sent "1234#", expected "9999"' in said, said
+    assert r'the agent sent "1234#", which does not match /^\./' in said, said
     assert done.returncode == 1, said

@@ -255,7 +255,7 @@ def test_a_wait_ends_with_its_timeout_and_says_what_it_heard_but_did_not_transcr
         reason = result["error"]
         # the greeting is 3 s of speech, heard out on the playback clock: past the 2 s wait, nothing of it was
         # transcribed by then; no turn was said (the step after the wait never came)
-        assert reason.startswith("script step 1 waited 2s for 'welcome to the bakery'; the agent said nothing ("), \
+        assert reason.startswith('script step 1 waited 2s for "welcome to the bakery"; the agent said nothing ('), \
             reason
         assert reason.endswith("s of its speech was heard but not transcribed by then): not decided, the phrase may "
                                "be in what was not transcribed (tamesu's speech-to-text was behind: a loaded "

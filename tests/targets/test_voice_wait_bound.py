@@ -43,7 +43,7 @@ tests:
     assert (result["status"], result["fault"]) == ("error", "environment"), \
         [t["agent"]["text"] for t in result["turns"]]
     reason = result["error"]
-    assert reason.startswith("script step 1 waited 2s for 'thank you for calling the clinic'; the agent said "
+    assert reason.startswith('script step 1 waited 2s for "thank you for calling the clinic"; the agent said '
                              "nothing ("), reason
     (cut,) = [e["data"] for e in result["events"] if e["name"] == "transcription_cut"]
     greeting = result["turns"][0]["agent"]

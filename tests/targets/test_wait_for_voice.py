@@ -77,10 +77,10 @@ tests:
     assert never["status"] == "failed", (never["error"], [t["agent"]["text"] for t in never["turns"]], never["events"])
     reason = _failure(never)
     assert "\n" not in reason
-    assert reason.startswith("script step 1 waited 12s for 'press 9 for the pharmacy'; the agent said '"), reason
+    assert reason.startswith('script step 1 waited 12s for "press 9 for the pharmacy"; the agent said "'), reason
     # both utterances are named, joined as the listener heard them; the words of the second are not compared: two
     # calls at once on a loaded machine once came out of recognition as "press 1 for 0.5 to 4.5 to 4.5"
-    said = reason.split("the agent said '", 1)[1]
+    said = reason.split('the agent said "', 1)[1]
     assert "clinic" in said.lower() and said.lower().count(" / press") == 1, reason
     assert reason in done.stdout  # the console's one line
 
@@ -128,7 +128,7 @@ tests:
         assert "billing" in menu["turns"][1]["agent"]["text"].lower()
         assert menu["turns"][1]["agent"]["spoken"] is (name == "audio menu")
     reason = _failure(results["never said"])
-    assert reason.startswith("script step 1 waited 25s for 'press 9 for the pharmacy'; the agent said '"), reason
+    assert reason.startswith('script step 1 waited 25s for "press 9 for the pharmacy"; the agent said "'), reason
     assert "clinic" in reason.lower() and "billing" in reason.lower(), reason
 
 
@@ -161,5 +161,5 @@ tests:
     assert "clinic" in menu["turns"][0]["agent"]["text"].lower()
     assert "billing" in menu["turns"][1]["agent"]["text"].lower()
     reason = _failure(results["never said"])
-    assert reason.startswith("script step 2 waited 12s for 'press 9 for the pharmacy'; the agent said '"), reason
+    assert reason.startswith('script step 2 waited 12s for "press 9 for the pharmacy"; the agent said "'), reason
     assert "clinic" in reason.lower() and "billing" in reason.lower(), reason

@@ -93,7 +93,7 @@ def test_a_span_count_says_the_spans_max_spans_did_not_keep(tmp_path: Path, tame
     assert done.returncode == 1, done.stdout + done.stderr
     detail, _ = _run_files(tmp_path)
     [verdict] = detail["assertions"]
-    assert verdict["reason"] == ("3 span(s) with name ~ 'tool' among 3 kept (2 more of the run's past "
+    assert verdict["reason"] == ("3 span(s) with name ~ /tool/ among 3 kept (2 more of the run's past "
                                  "traces.max_spans were not kept, so not counted); expected exactly 5"), verdict
 
 

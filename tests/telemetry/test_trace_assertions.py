@@ -75,16 +75,20 @@ def test_span_assertions_pass_and_fail(tmp_path: Path, tamesu, agent, receive) -
       - { name: too fast, span: { name: 'invoke_agent shop', max_duration_ms: 0 } }
       - { name: wrong attribute, span: { attributes: { gen_ai.tool.name: refund } } }
       - { name: last turn, span: { name: 'chat .*', on_turn: last } }
+      - { name: dotted, span: { name: 'execute_tool\\.lookup' } }
 """)
     got = verdicts(detail)
+    # the name's pattern written /…/ as other reasons write a pattern; before, a repr doubled its backslash:
+    # name ~ 'execute_tool\\.lookup'
+    assert got["dotted"]["reason"].startswith(r"0 span(s) with name ~ /execute_tool\.lookup/ among "), got["dotted"]
     # the span's own on_turn as the assertion's: `last` read (it was an internal error); a turn past the script
     # is the suite's error (tests/telemetry/test_trace_validate.py)
-    assert got["last turn"]["passed"] and got["last turn"]["reason"].startswith("1 span(s) with name ~ 'chat .*'")
+    assert got["last turn"]["passed"] and got["last turn"]["reason"].startswith("1 span(s) with name ~ /chat .*/")
     assert got["tool span"]["passed"], got["tool span"]
-    assert got["tool span"]["reason"].startswith("1 span(s) with name ~ 'execute_tool lookup_order'")
+    assert got["tool span"]["reason"].startswith("1 span(s) with name ~ /execute_tool lookup_order/")
     assert got["no errors"]["passed"] and got["two chats"]["passed"]
     assert not got["tool on turn 2"]["passed"]
-    assert got["tool on turn 2"]["reason"] == "0 span(s) with name ~ 'execute_tool .*' among 2; expected at least 1"
+    assert got["tool on turn 2"]["reason"] == "0 span(s) with name ~ /execute_tool .*/ among 2; expected at least 1"
     assert not got["too fast"]["passed"] and "took longer than 0 ms" in got["too fast"]["reason"]
     assert not got["wrong attribute"]["passed"]
     assert record["status"] == "failed", why(record)
@@ -106,7 +110,7 @@ def test_a_span_that_should_not_be_there_is_named_with_its_turn_and_error(tmp_pa
                                           "execute_tool lookup_order (turn 1, error: order service down)")
     assert got["no errors"]["evidence"][0].startswith("execute_tool lookup_order (")
     assert got["no errors"]["evidence"][0].endswith(" ms, error: order service down, turn 1)")
-    assert got["one chat at most"]["reason"] == ("2 span(s) with name ~ 'chat .*' among 5; expected at most 1: "
+    assert got["one chat at most"]["reason"] == ("2 span(s) with name ~ /chat .*/ among 5; expected at most 1: "
                                                  "chat fake-model (turn 1); chat fake-model (turn 2)")
 
 

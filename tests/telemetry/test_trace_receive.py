@@ -295,7 +295,7 @@ def test_a_trace_id_two_runs_send_at_once_goes_to_both_and_decides_nothing(tmp_p
         assert reasons["looked it up"] == (False, f"{shared} (tools called: lookup_order ×2); leave "
                                                   "traceparent to tamesu, which sends each turn its own, or run "
                                                   "these tests one at a time"), reasons
-        assert reasons["one lookup"][1].startswith(f"{shared} (2 span(s) with name ~ 'execute_tool .*' among 10)"), \
+        assert reasons["one lookup"][1].startswith(f"{shared} (2 span(s) with name ~ /execute_tool .*/ among 10)"), \
             reasons
 
 
@@ -395,7 +395,7 @@ def test_a_check_that_what_came_decides_is_graded_when_another_turns_trace_never
     assert verdicts["at most one lookup"] == (False, f"not decided: the agent's spans of turn 2 never came (no span "
                                               f"of trace {spans['not_found'][0]} reached the receiver within "
                                               "traces.wait (0.2s): trace_not_found), and those that came do not "
-                                              "decide it (1 span(s) with name ~ 'execute_tool .*' among 3; so far "
+                                              "decide it (1 span(s) with name ~ /execute_tool .*/ among 3; so far "
                                               "as expected); 3 span(s) of traces no test sent did come meanwhile: "
                                               "the agent, or a gateway in front of it, starts traces of its own "
                                               "instead of continuing the traceparent tamesu sends (a gateway must "

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import field_validator, model_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
+from tamesu.checks._quote import quote
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.plugins import register
@@ -79,12 +80,12 @@ class DtmfReceived(Check[DtmfReceivedSpec]):
         except TemplateError as exc:
             return template_failed(exc)
         digits = _digits(run)
-        shown = repr(digits) if digits else "no digits"
+        sent = quote(digits) if digits else "no digits"
         if equals is not None and digits != equals:
-            return Verdict(passed=False, reason=f"the agent sent {shown}, expected {equals!r}")
+            return Verdict(passed=False, reason=f"the agent sent {sent}, expected {quote(equals)}")
         if pattern is not None and not pattern.search(digits):
-            return Verdict(passed=False, reason=f"the agent sent {shown}, which does not match {pattern.pattern!r}")
-        return Verdict(passed=True, reason=f"the agent sent {shown}")
+            return Verdict(passed=False, reason=f"the agent sent {sent}, which does not match /{pattern.pattern}/")
+        return Verdict(passed=True, reason=f"the agent sent {sent}")
 
 
 class CallEndedBySpec(Strict):
@@ -153,4 +154,4 @@ class TransferredTo(Check[TransferredToSpec]):
         for target in targets:
             if pattern.search(target):
                 return Verdict(passed=True, reason=f"transferred to {target}")
-        return Verdict(passed=False, reason=f"transferred to {', '.join(targets)}, none matches {pattern.pattern!r}")
+        return Verdict(passed=False, reason=f"transferred to {', '.join(targets)}, none matches /{pattern.pattern}/")

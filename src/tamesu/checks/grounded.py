@@ -79,7 +79,7 @@ class Grounded(Check[GroundedSpec]):
         context = gather_context(spec.context, run)
         claims = run.agent_text()
         if not context.strip():
-            where = spec.context.tool and f"tool {spec.context.tool!r} was not called or returned nothing"
+            where = spec.context.tool and f"tool {spec.context.tool} was not called or returned nothing"
             return Verdict(passed=False, reason=f"no context to check the claims against: "
                            f"{where or 'the context is empty'}")
         if not claims.strip():

@@ -73,7 +73,7 @@ class SpanSpec(Strict):
         return value
 
     def described(self) -> str:
-        parts = [f"name ~ {self.name!r}"] if self.name is not None else []
+        parts = [f"name ~ /{self.name}/"] if self.name is not None else []
         parts.extend(f"{key}={shown(value)}" for key, value in self.attributes.items())
         if self.status is not None:
             parts.append(f"status {self.status}")

@@ -151,7 +151,7 @@ class Contains(_TextCheck):
         unheard = [n for n in missing if n not in heard]
         if unheard:
             near = closest(unheard[0], transcript.spoken) if transcript.spoken else None
-            nearest = f"; closest heard: {near.quote!r} ({near.matched} of {near.words} words)" if near else ""
+            nearest = f"; closest heard: {quote(near.quote)} ({near.matched} of {near.words} words)" if near else ""
             return Verdict(
                 passed=False,
                 reason=f"expected the agent to say {shown(unheard[0])}; {transcript.missing('not found')}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -62,8 +63,13 @@ def unfound(specs: list[CaptureSpec], captured: dict[str, Any], session: Session
 
 
 def _not_found(spec: CaptureSpec, turns: int) -> str:
-    how = (f"regex {spec.regex!r}" if spec.regex is not None else f"json_path {spec.json_path}"
-           if spec.json_path is not None else f"extract {spec.extract!r}")
+    # written as the checks' reasons write a pattern (/…/) and quote a text: a repr doubled a pattern's backslashes
+    if spec.regex is not None:
+        how = f"regex /{spec.regex}/"
+    elif spec.json_path is not None:
+        how = f"json_path {spec.json_path}"
+    else:
+        how = f"extract {json.dumps(' '.join(str(spec.extract).split()), ensure_ascii=False)}"
     return f"capture {spec.name}: {how} found nothing in {turns} agent turn(s)"
 
 

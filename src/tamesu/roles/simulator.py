@@ -23,7 +23,7 @@ from tamesu.packs import AttackSpec
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
 from tamesu.roles.transcript import History, as_text, last_tool_results
-from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, untranscribed_ms, what_was_said
+from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, quoted, since_user, untranscribed_ms, what_was_said
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
 
@@ -137,7 +137,7 @@ class ScriptedUser(UserSimulator):
                     # target ended at once, hearing the agent only in answer to a turn, does not
                     timeout = step.timeout if step.timeout is not None else DEFAULT_TIMEOUT
                     waited = f" {timeout:g}s" if self._wait.listened(number) >= 0.9 * timeout else ""
-                    said = (f"script step {number} waited{waited} for {expected!r}; "
+                    said = (f"script step {number} waited{waited} for {quoted(expected)}; "
                             f"{what_was_said(expected, turns, step)}")
                     if untranscribed_ms(turns):
                         # the words may be in the speech tamesu heard and could not transcribe in time (a loaded

@@ -8,6 +8,7 @@ never one of the words forgiven: "press 3" is not "press 2". Several utterances 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,11 +49,14 @@ class Match:
         return self.matched / self.words if self.words else 1.0
 
     def describe(self) -> str:
+        # quoted as the checks' reasons quote, on one line: a repr put 'single quotes' (double ones when the
+        # words had an apostrophe) and a `\n` where an utterance's words crossed a line break
+        heard = "heard " + json.dumps(" ".join(self.quote.split()), ensure_ascii=False)
         if self.how == "exact":
-            return f"heard {self.quote!r}"
+            return heard
         if self.how == "normalised":
-            return f"heard {self.quote!r} (the same words spoken)"
-        return f"heard {self.quote!r} ({self.matched} of {self.words} words in order)"
+            return f"{heard} (the same words spoken)"
+        return f"{heard} ({self.matched} of {self.words} words in order)"
 
 
 @dataclass(frozen=True)
