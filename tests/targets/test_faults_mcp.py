@@ -105,20 +105,28 @@ def test_a_reply_under_another_requests_id_is_said_not_only_a_timeout(tmp_path: 
 
     _hand_written_server(tmp_path, "{'name': 'lookup', 'inputSchema': {'type': 'object'}}",
                          "answer_id, result = msg['id'] + 1000, {'content': [{'type': 'text', 'text': 'found'}]}")
-    (tmp_path / "s.tamesu.yaml").write_text(
-        "models:\n  target: { provider: fake, rules: [ { when: hi, tool_calls: [ { name: lookup } ], say: ok } ] }\n"
-        # 5 s: the stray reply must come within it on a loaded machine too, to be named in the timeout's words
-        f"targets:\n  s: {{ type: mcp, command: {json.dumps(sys.executable)}, args: [server.py], call_timeout: 5s }}\n"
-        "tests:\n  - { name: t, target: s, scenario: { script: [ { say: hi } ] } }\n")
-    done = tamesu(["run", "--out", str(tmp_path / "out"), "--color", "never"], cwd=tmp_path)
-    assert done.returncode == 0, done.stdout + done.stderr
-    [run] = list((tmp_path / "out").glob("*/s/t/run-1"))
-    result = json.loads((run / "result.json").read_text())
+    # the call waits out call_timeout in full (its answer never comes under its id): 1 s, which the stray reply
+    # comes well within on a quiet machine; made again with 5 s, enough on a loaded one, only when it came after
+    for call_timeout in (1, 5):
+        (tmp_path / "s.tamesu.yaml").write_text(
+            "models:\n  target: { provider: fake, rules: [ { when: hi, tool_calls: [ { name: lookup } ], say: ok } ] "
+            "}\n"
+            f"targets:\n  s: {{ type: mcp, command: {json.dumps(sys.executable)}, args: [server.py], "
+            f"call_timeout: {call_timeout}s }}\n"
+            "tests:\n  - { name: t, target: s, scenario: { script: [ { say: hi } ] } }\n")
+        out = tmp_path / f"out-{call_timeout}"
+        done = tamesu(["run", "--out", str(out), "--color", "never"], cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        [run] = list(out.glob("*/s/t/run-1"))
+        result = json.loads((run / "result.json").read_text())
+        if any(e["name"] == "mcp_stray_reply" and e["data"]["waiting"] for e in result["events"]):
+            break
     [stray] = [e["data"] for e in result["events"] if e["name"] == "mcp_stray_reply"]
     [call] = result["tool_calls"]
     assert stray["waiting"] == [stray["id"] - 1000]  # the tools/call it was meant for, still waiting
-    assert call["result"]["error"] == (f"the tool did not answer within 5s (the server sent replies with ids no "
-                                       f"request had: {stray['id']}; an answer under another request's id?)")
+    assert call["result"]["error"] == (f"the tool did not answer within {call_timeout}s (the server sent replies "
+                                       f"with ids no request had: {stray['id']}; an answer under another "
+                                       "request's id?)")
     assert f"[stdout, a reply to no request sent] id {stray['id']}" in (run / "mcp-server.log").read_text()
 
 
@@ -128,17 +136,23 @@ def test_a_test_cut_by_its_timeout_keeps_what_the_target_counted(tmp_path: Path,
     (tmp_path / "tamesu.yaml").write_text(
         'models:\n  target: { provider: fake, rules: [{ when: "(?i)hang", tool_calls: [{ name: hang, args: {} }], '
         'say: "done" }] }\n')
-    (tmp_path / "t.tamesu.yaml").write_text(
-        f"targets:\n  shop: {{ type: mcp, command: {json.dumps(command)}, args: {json.dumps(args)}, {START} }}\n"
-        # 15 s: the server's start, the model's call and the tool's must come within it on a loaded machine too
-        # (3 s did not always); the tool hangs an hour, so the timeout still cuts the test in its call
-        "tests:\n  - name: slow\n    target: shop\n    timeout: 15s\n"
-        '    scenario: { script: [{ say: "please hang" }] }\n')
-    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    # the tool hangs an hour, so the timeout cuts the test in its call once the call is made. It comes some 0.1 s
+    # in on a quiet machine, but a niced worker beside the audio lanes took more than 3 s for the server's start,
+    # the model's call and the tool's: a run cut before the call (no tool_call event) is made again with 15 s,
+    # rather than every run waiting out 15 s
+    for timeout in (2, 15):
+        (tmp_path / "t.tamesu.yaml").write_text(
+            f"targets:\n  shop: {{ type: mcp, command: {json.dumps(command)}, args: {json.dumps(args)}, {START} }}\n"
+            f"tests:\n  - name: slow\n    target: shop\n    timeout: {timeout}s\n"
+            '    scenario: { script: [{ say: "please hang" }] }\n')
+        done = tamesu(["run", "--out", str(tmp_path / f"out-{timeout}")], cwd=tmp_path)
+        [run] = list((tmp_path / f"out-{timeout}").glob("*/t/slow/run-1"))
+        result = json.loads((run / "result.json").read_text())
+        if any(event["name"] == "tool_call" for event in result["events"]):
+            break
     assert done.returncode == 1, done.stdout + done.stderr
-    [run] = list((tmp_path / "out").glob("*/t/slow/run-1"))
-    metrics = json.loads((run / "result.json").read_text())["metrics"]
-    assert metrics.get("mcp_tool_calls") == 1 and metrics.get("model_calls") == 1, metrics
+    assert [event["data"]["tool"] for event in result["events"] if event["name"] == "tool_call"] == ["hang"]
+    assert result["metrics"].get("mcp_tool_calls") == 1 and result["metrics"].get("model_calls") == 1, result
 
 
 def test_a_tool_name_a_provider_refuses_is_offered_under_one_it_takes(tmp_path: Path, tamesu: Any, serve: Any) -> None:

@@ -48,6 +48,13 @@ class QuietServer(uvicorn.Server):
     _loop: asyncio.AbstractEventLoop | None = None
     _wake: asyncio.Event | None = None
 
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.answering: dict[asyncio.Task[Any], Any] = {}
+        """The HTTP requests being answered, each with its uvicorn request cycle (`_yielding`)."""
+        self.cut: set[asyncio.Task[Any]] = set()
+        """The ones `_cut_unheard` cancelled."""
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
@@ -76,9 +83,25 @@ class QuietServer(uvicorn.Server):
             with contextlib.suppress(RuntimeError):  # its loop has closed: it has stopped already
                 loop.call_soon_threadsafe(wake.set)
 
+    async def _cut_unheard(self) -> None:
+        """Cancel, while uvicorn's shutdown waits, each request whose client has gone before its answer was
+        complete: no one can read it, and uvicorn waited the whole grace (2 s) for it, then logged it as an
+        exception (a test's server whose client, a tamesu run, was stopped mid-request; a remote agent the
+        orchestrator under test hung up on)."""
+        while True:
+            for task, cycle in list(self.answering.items()):
+                if getattr(cycle, "disconnected", False) and not getattr(cycle, "response_complete", True):
+                    self.cut.add(task)
+                    task.cancel()
+            await asyncio.sleep(0.02)
+
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         if self.server_state.connections or self.server_state.tasks:
-            await super().shutdown(sockets)  # uvicorn's: open connections and requests get 0.1 s and more
+            cutting = asyncio.create_task(self._cut_unheard())
+            try:
+                await super().shutdown(sockets)  # uvicorn's: open connections and requests get 0.1 s and more
+            finally:
+                cutting.cancel()
             return
         # nothing to let finish: uvicorn's own shutdown would wait 0.1 s all the same
         for server in self.servers:
@@ -89,8 +112,9 @@ class QuietServer(uvicorn.Server):
             await self.lifespan.shutdown()
 
 
-def _yielding(app: Any) -> Any:
-    """`app` whose HTTP sends each give the event loop a turn.
+def _yielding(app: Any, server: QuietServer) -> Any:
+    """`app` whose HTTP sends each give the event loop a turn, its requests in `server.answering` as it answers
+    them.
 
     uvicorn's send returns at once while the socket takes the bytes, and silently once the client has gone: a
     response body that never waits (an endless generator, `while True: yield chunk`) held the loop for good. The
@@ -107,7 +131,19 @@ def _yielding(app: Any) -> Any:
             await send(message)
             await asyncio.sleep(0)
 
-        await app(scope, receive, send_and_yield)
+        task = asyncio.current_task()
+        if task is not None:  # uvicorn's request cycle, which knows whether the client has gone
+            server.answering[task] = getattr(receive, "__self__", None)
+        try:
+            await app(scope, receive, send_and_yield)
+        except asyncio.CancelledError:
+            if task is None or task not in server.cut:
+                raise
+            task.uncancel()  # cut by the shutdown, its client gone: an end, not an exception of the app
+        finally:
+            if task is not None:
+                server.answering.pop(task, None)
+                server.cut.discard(task)
 
     return served
 
@@ -115,9 +151,11 @@ def _yielding(app: Any) -> Any:
 def _server(app: Any, grace: int = 2, http: type[asyncio.Protocol] | None = None) -> QuietServer:
     # log_config=None: uvicorn would install its own stderr handlers; its records go where the run says
     # (tamesu.engine.runlog: the run folder's tamesu.log)
-    config = uvicorn.Config(_yielding(app), log_level="warning", log_config=None, lifespan="off",
+    config = uvicorn.Config(app, log_level="warning", log_config=None, lifespan="off",
                             access_log=False, timeout_graceful_shutdown=grace, http=http or "auto")
-    return QuietServer(config)
+    server = QuietServer(config)
+    config.app = _yielding(app, server)
+    return server
 
 
 class LoopServer:
