@@ -87,7 +87,7 @@ async def test_dtmf_received_grades_the_digits_the_agent_sent_in_the_room(tmp_pa
     passed = await DtmfReceived(DtmfReceivedSpec(equals="123")).evaluate(run)
     assert passed.passed, passed.reason
     failed = await DtmfReceived(DtmfReceivedSpec(equals="124")).evaluate(run)
-    assert not failed.passed and "'123'" in failed.reason
+    assert not failed.passed and '"123"' in failed.reason
 
 
 async def test_no_agent_in_the_room_is_an_infrastructure_error(tmp_path: Path) -> None:

@@ -72,7 +72,8 @@ def test_the_greeting_is_heard_and_the_answer_measured(example: ExampleRun) -> N
 def test_a_digit_and_a_barge_in_reach_the_bot(example: ExampleRun) -> None:
     def digit(result: dict[str, Any]) -> None:
         assert result["metrics"]["twilio_dtmf_sent"] == 1
-        assert "balance" in result["turns"][-1]["agent"]["text"].lower()
+        # the balance or its amount (Whisper tiny on the 8 kHz line once heard "your bond says $42")
+        assert re.search(r"balance|42|forty.two", result["turns"][-1]["agent"]["text"].lower())
 
     def barge(result: dict[str, Any]) -> None:
         assert result["metrics"]["twilio_clears"] >= 1
