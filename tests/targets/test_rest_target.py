@@ -252,9 +252,11 @@ async def test_unreachable_websocket_fails_open(dead_url: str, tmp_path: Path) -
 
 
 async def test_retries_cut_short_by_the_turn_timeout_are_still_infra(dead_url: str, tmp_path: Path) -> None:
-    spec = {"url": dead_url, "turn_timeout": "300ms", "connect": {"attempts": 100, "backoff": "100ms"}}
+    # 2 s, not 0.3: a niced CI worker's first refused connection was not yet failed when 0.3 s ran out (the
+    # turn's plain timeout then); 100 attempts 100 ms apart still outlast it
+    spec = {"url": dead_url, "turn_timeout": "2s", "connect": {"attempts": 100, "backoff": "100ms"}}
     async with opened(spec, make_session(tmp_path)) as target:
-        with pytest.raises(InfraError, match=r"cannot reach the agent within the turn timeout \(0\.3s\)"):
+        with pytest.raises(InfraError, match=r"cannot reach the agent within the turn timeout \(2s\)"):
             await target.send(UserTurn(text="hello"))
 
 
