@@ -82,8 +82,10 @@ class Unheard:
                               "gateway in front of it, starts traces of its own instead of continuing the "
                               "traceparent tamesu sends (a gateway must pass the header on, and the agent's server "
                               "read it)")
+        # with `traces.query` the agent exports to the backend asked, not to tamesu
+        where = "tamesu's receiver" if self.source == "receiver" else self.source
         return InfraError(f"{self.words()}, and those that came do not decide it ({came}); raise traces.wait if "
-                          f"they come late, or see that {who} to tamesu's receiver")
+                          f"they come late, or see that {who} to {where}")
 
 
 def unheard(run: RunView) -> Unheard:

@@ -71,6 +71,8 @@ class CheckpointState:
     reached_at: int | None = None
     reason: str = ""
     """Why it counts as reached, or what the last check of it said."""
+    error: InfraError | ModelError | None = None
+    """Why a check of it could not be made (not reached since): its verdict is that error, not another's."""
 
     @property
     def id(self) -> str:
@@ -86,11 +88,19 @@ class Tracker:
         self._spans_of: dict[int, int | None] = {}
         """How many of its spans each checked turn was checked with (None: with none at all, no `traces:` yet)."""
 
-    async def catch_up(self, run: RunView) -> None:
+    async def catch_up(self, run: RunView, raising: bool = True) -> None:
         """Check every agent turn not checked yet. A checkpoint counts at the first turn where its
         assertion holds and everything it waits for was reached (at that turn or before). A turn checked
         before is checked again, for a checkpoint over the agent's spans not reached yet, when more of its spans
-        came since (after the wait that followed it, or fetched from a backend at the run's end)."""
+        came since (after the wait that followed it, or fetched from a backend at the run's end). A check that
+        cannot be made is kept as its checkpoint's `error`, the others checked on; the first is raised when
+        `raising`."""
+        await self._catch_up(run)
+        first = next((s.error for s in self.states if s.error is not None and s.reached_at is None), None)
+        if raising and first is not None:
+            raise first
+
+    async def _catch_up(self, run: RunView) -> None:
         for exchange in run.exchanges:
             view = run.scoped(exchange.index)
             spans = None if view.spans is None else len(view.spans)
@@ -110,12 +120,16 @@ class Tracker:
                 try:
                     verdict = await state.planned.assertion.check.evaluate(view)
                 except (InfraError, ModelError) as exc:  # the case's error: say which checkpoint could not be told
-                    state.reason = f"not decided: {exc}"
-                    exc.args = (f"checkpoint {state.id}: {exc}", *exc.args[1:])
-                    raise
-                state.reason = verdict.reason
+                    if state.error is None:  # the first turn it could not be told at
+                        state.reason = f"not decided: {exc}"
+                        exc.args = (f"checkpoint {state.id}: {exc}", *exc.args[1:])
+                        state.error = exc
+                    continue
+                if state.error is None:
+                    state.reason = verdict.reason
                 if verdict.passed:
-                    state.reached_at = exchange.index
+                    state.reached_at, state.error = exchange.index, None
+                    state.reason = verdict.reason
             self._checked = max(self._checked, exchange.index)
 
     async def after_turns(self, exchanges: list[Exchange], context: Context, base_dir: Path,
@@ -132,6 +146,14 @@ class Tracker:
         answered = any(c.kind in ("tool", "delegation") for e in exchanges for c in e.agent.tool_calls)
         return any(state.reached_at is None and reads_spans(state.planned.assertion.check, answered)
                    for state in self.states)
+
+    def may_yet_be_reached(self, exchanges: list[Exchange]) -> bool:
+        """Whether every required checkpoint still missing reads the agent's spans of `exchanges`: spans that come
+        after the conversation (fetched from a backend at its end, `traces.query`; a receiver's late ones) may
+        show it reached at a turn already taken."""
+        answered = any(c.kind in ("tool", "delegation") for e in exchanges for c in e.agent.tool_calls)
+        missing = [s for s in self.states if s.planned.spec.required and s.reached_at is None]
+        return bool(missing) and all(reads_spans(s.planned.assertion.check, answered) for s in missing)
 
     @property
     def done(self) -> bool:
@@ -173,10 +195,12 @@ class CheckpointCheck(Check[Strict]):
 
     async def evaluate(self, run: RunView) -> Verdict:
         tracker = self.tracker_of(run)
-        await tracker.catch_up(run)
+        await tracker.catch_up(run, raising=False)  # another checkpoint's undecided check is not this one's verdict
         state = tracker.state(self.checkpoint_id)
         if state.reached_at is not None:
             return Verdict(passed=True, reason=f"reached at turn {state.reached_at}: {state.reason}")
+        if state.error is not None:
+            raise state.error
         turns = len(run.exchanges)
         detail = f" (last check: {state.reason})" if state.reason else ""
         if not state.planned.spec.required:

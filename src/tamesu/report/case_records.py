@@ -262,7 +262,8 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
         record.checkpoints = _checkpoints(parsed, tracker, graded, _not_graded(result.status, result.end_reason))
         missing = tracker.missing()
         if missing and record.status == "failed" and not record.error:
-            record.error = f"missing checkpoints: {', '.join(missing)}"
+            held = user.max_turns_failure if user is not None else None  # still missing with every span come
+            record.error = held or f"missing checkpoints: {', '.join(missing)}"
     # a turn the conversation never reached has no line of its own: its failed assertions are the case's reason
     unreached = [a for a in graded if isinstance(a.on_turn, int) and a.on_turn > len(result.turns) and not a.passed]
     if unreached and record.status == "failed" and not record.error:
