@@ -13,6 +13,7 @@ import pytest
 
 from agents.expense_agent import run_test
 from agents.traced import TracedRestAgent, free_port
+from ports import refused_port
 
 
 @pytest.fixture
@@ -67,3 +68,33 @@ def test_a_turns_spans_that_came_after_its_wait_are_read_at_the_next_check(tmp_p
     assert record["total_turns"] == 2, record
     (checkpoint,) = record["checkpoints"]
     assert checkpoint["reached_at_turn"] == 1 and checkpoint["passed"] is True, checkpoint
+
+
+def test_a_checkpoint_over_spans_that_never_came_is_not_decided(tmp_path: Path, serve: Callable[[Any], Any]) -> None:
+    # the agent exports elsewhere: no span of any turn comes. Before: checked after each turn on no spans, the
+    # checkpoint was never checked again once the run said its traces never came, and the case failed (exit 1,
+    # the agent's failure) for a call its first turn did make
+    agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}", encoding="json")  # fails at once, no retries
+    try:
+        url = serve(agent.app()).url
+        (tmp_path / "tamesu.yaml").write_text(textwrap.dedent(f"""\
+            targets:
+              shop: {{ type: rest, url: "{url}/chat", request: {{ body: {{ message: "{{{{message}}}}" }} }} }}
+            traces: {{ receive: "127.0.0.1:{free_port()}", wait: 300ms }}
+            """))
+        (tmp_path / "sims.py").write_text("def on(inputs):\n    return 'and then?'\n")
+        case = {"id": "traced", "input": "Where is ORD-1001?", "simulator": {"use": "scripts:sims:on"},
+                "max_turns": 2,
+                "checkpoints": [{"id": "looked", "assertion": {"type": "tool_called", "name": "lookup_order"}}]}
+        (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
+        out = tmp_path / "records.jsonl"
+        done = run_test(["-i", "cases.jsonl", "-n", "shop", "-o", str(out), "--out", str(tmp_path / "runs")],
+                        cwd=tmp_path)
+    finally:
+        agent.shutdown()
+    assert done.returncode == 3, done.stdout + done.stderr
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["status"] == "error" and record["fault"] == "environment", record
+    (checkpoint,) = record["checkpoints"]
+    assert checkpoint["passed"] is False and checkpoint["reason"].startswith("not decided: "), checkpoint
+    assert "trace_not_found" in checkpoint["reason"], checkpoint

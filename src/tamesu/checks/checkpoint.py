@@ -85,8 +85,10 @@ class Tracker:
         self._by_id = {s.id: s for s in self.states}
         self._checked = 0
         """Agent turns already checked."""
-        self._spans_of: dict[int, int | None] = {}
-        """How many of its spans each checked turn was checked with (None: with none at all, no `traces:` yet)."""
+        self._spans_of: dict[int, tuple[int, int] | None] = {}
+        """How many of its spans each checked turn was checked with, and of the run's traces said never to have
+        come or to have come in part (None: with no spans at all, no `traces:` yet). Said only once the run's
+        spans were waited for: a check that read none of a trace that never came is not decided, not failed."""
 
     async def catch_up(self, run: RunView, raising: bool = True) -> None:
         """Check every agent turn not checked yet. A checkpoint counts at the first turn where its
@@ -103,7 +105,8 @@ class Tracker:
     async def _catch_up(self, run: RunView) -> None:
         for exchange in run.exchanges:
             view = run.scoped(exchange.index)
-            spans = None if view.spans is None else len(view.spans)
+            unheard = sum(1 for e in run.events if e.name in ("trace_not_found", "trace_incomplete"))
+            spans = None if view.spans is None else (len(view.spans), unheard)
             earlier = exchange.index <= self._checked
             if earlier and (spans is None or spans == self._spans_of.get(exchange.index)):
                 continue
