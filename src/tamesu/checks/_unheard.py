@@ -36,12 +36,18 @@ class Unheard:
     started traces of their own instead of continuing the `traceparent` they were sent."""
     runs_alongside: int = 0
     """Other runs that went while this one did (`--parallel`): `other_spans` may be of their agents too."""
+    silent: str = ""
+    """Why the run's agent is taken to send no spans at all (none came in a whole `traces.wait` since tamesu
+    started: `telemetry._silence`)."""
+    waited_s: float | None = None
+    """The shorter wait a silent agent's later run gave its spans."""
 
     def __bool__(self) -> bool:
         return bool(self.turns or self.incomplete or self.shared)
 
     def words(self) -> str:
-        wait = _wait_said(self.wait_s)
+        wait = _wait_said(self.wait_s) if self.waited_s is None else \
+            f"{self.waited_s:g}s, not {_wait_said(self.wait_s)}"
         said = []
         if self.turns:
             ids = _ids_said(self.turns)
@@ -75,6 +81,9 @@ class Unheard:
         # an agent behind a traced caller that exports elsewhere (a gateway) has every trace incomplete: the
         # caller's span is the one under tamesu's
         who = "the agent and its caller (a traced gateway) export" if self.incomplete else "the agent exports"
+        if self.turns and self.silent and not self.other_spans:
+            # no span of its agent's ever came: a longer wait would not help, its instrumentation would
+            return InfraError(f"{self.words()}, and those that came do not decide it ({came}); {self.silent}")
         if self.turns and self.other_spans:
             # the receiver heard the agent, on traces of its own: the header was lost on the way, or not read
             return InfraError(f"{self.words()}, and those that came do not decide it ({came}); {self.other_spans} "
@@ -111,7 +120,8 @@ def unheard(run: RunView) -> Unheard:
     beside = data.get("runs_alongside")
     return Unheard(turns, str(data.get("source") or "receiver"), float(wait) if isinstance(wait, int | float)
                    else None, incomplete, shared, others if isinstance(others, int) else 0,
-                   beside if isinstance(beside, int) else 0)
+                   beside if isinstance(beside, int) else 0, str(data.get("silent") or ""),
+                   float(waited) if isinstance(waited := data.get("waited_s"), int | float) else None)
 
 
 def _turns_said(traces: dict[str, list[int]]) -> str:

@@ -22,7 +22,7 @@ from tamesu.results.records import AssertionResult
 from tamesu.suite.schema import TraceQuerySpec, TracesSpec
 from tamesu.suite.templates import Context
 from tamesu.telemetry import genai
-from tamesu.telemetry.collector import RunSpans, SpanCollector
+from tamesu.telemetry.collector import QUIET_PART, RunSpans, SpanCollector
 from tamesu.telemetry.query import QueryError, TraceQuery
 from tamesu.telemetry.spans import SpansFile
 from tamesu.types import split_addr
@@ -47,9 +47,13 @@ class SuiteTraces:
     spec: TracesSpec
     query: TraceQuery | None = None
     """`traces.query`: the backend each run's traces are fetched from once its turns had `wait`."""
+    where: str = ""
+    """Where the agent's spans are looked for: the receiver's endpoint, or the backend (`jaeger at URL`)."""
 
-    def run(self, label: str = "") -> RunSpans:
-        return self.collector.run(self.spec.max_spans, label)
+    def run(self, label: str = "", target: str = "") -> RunSpans:
+        """`target`: the agent, as the suite names it: one that sends no span is waited for less (`_silence`)."""
+        agent = self.collector.agent(target, self.where) if target else None
+        return self.collector.run(self.spec.max_spans, label, agent)
 
 
 class Receivers:
@@ -63,7 +67,8 @@ class Receivers:
         if spec is None:
             return None
         if spec.query is not None:
-            return SuiteTraces(self.collector, spec, await self._query(spec.query))
+            query = await self._query(spec.query)
+            return SuiteTraces(self.collector, spec, query, query.name)
         assert spec.receive is not None  # the schema asks for one of the two
         addr = _address(spec.receive)
         receiver = self._receivers.get(addr)
@@ -83,7 +88,7 @@ class Receivers:
             os.environ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = _RECEIVED_PROTOCOL
         if self._saved["OTEL_BSP_SCHEDULE_DELAY"] is None:
             os.environ["OTEL_BSP_SCHEDULE_DELAY"] = str(batch_delay_ms(spec.wait))
-        return SuiteTraces(self.collector, spec)
+        return SuiteTraces(self.collector, spec, where=receiver.endpoint)
 
     async def _query(self, spec: TraceQuerySpec) -> TraceQuery:
         """The backend, checked once an invocation: an unreachable one stops the run before any test (exit 3)."""
@@ -147,10 +152,11 @@ async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stoppin
         try:
             await spans.settle(traces.spec.wait, recorded, carried)
             if traces.query is not None:
-                fetched = await traces.query.fetch_all(spans.trace_ids, traces.spec.wait)
+                fetched = await traces.query.fetch_all(spans.trace_ids, spans.patience(traces.spec.wait))
                 spans.fetched(fetched.spans, fetched.not_found)
             else:
                 spans.unheard(recorded)
+            spans.hush(traces.spec.wait)
         except QueryError as exc:
             return spans.close(), str(exc)
         except BaseException:
@@ -161,6 +167,14 @@ async def spans_back(traces: SuiteTraces | None, spans: RunSpans | None, stoppin
 
 def spans_warnings(spans_file: SpansFile, traces: SuiteTraces | None) -> list[str]:
     said = []
+    if spans_file.silent_said and traces is not None:
+        wait = traces.spec.wait
+        said.append(f"traces: {spans_file.silent} Its later runs wait {wait / QUIET_PART:g}s, not {wait:g}s, for "
+                    "a first span (one that comes brings back the whole wait), and the checks that need its spans "
+                    "are not decided" + (f"; {spans_file.other_spans} span(s) of traces no test sent did come "
+                                         "meanwhile: if they are its, it exports but starts traces of its own "
+                                         "instead of continuing the traceparent it is sent"
+                                         if spans_file.other_spans and traces.query is None else ""))
     if spans_file.not_found and traces is not None:
         where = f"were not found in {traces.query.name}" if traces.query is not None else \
             "never came: no span of them reached the receiver"
@@ -171,8 +185,11 @@ def spans_warnings(spans_file: SpansFile, traces: SuiteTraces | None) -> list[st
         hint = (f"; {others} span(s) of traces no test sent did come while it went{alongside(spans_file, 'and')}: "
                 "an agent that starts traces of its own instead of continuing the traceparent it is sent has its "
                 "spans there") if others else ""
-        said.append(f"{len(spans_file.not_found)} trace(s) of this run {where} within traces.wait "
-                    f"({traces.spec.wait:g}s): {', '.join(spans_file.not_found[:5])}{hint}")
+        within = f"traces.wait ({traces.spec.wait:g}s)" if spans_file.waited_s is None else \
+            f"{spans_file.waited_s:g}s, not traces.wait ({traces.spec.wait:g}s): its agent has sent no span since " \
+            "tamesu started"
+        said.append(f"{len(spans_file.not_found)} trace(s) of this run {where} within {within}: "
+                    f"{', '.join(spans_file.not_found[:5])}{hint}")
     if spans_file.incomplete and traces is not None:
         # the agent's span under tamesu's is the trace's root on the agent's side: it ends last, so a batching
         # exporter sends it last
@@ -210,6 +227,8 @@ def attach(spans_file: SpansFile, exchanges: list[Exchange], session: Session,
         exchange.agent.measures.update(genai.measures(mine))
     waited = {} if traces is None else {
         "wait_s": traces.spec.wait, "source": traces.query.name if traces.query is not None else "receiver"}
+    if spans_file.waited_s is not None:  # its agent sent no span in a whole wait before: the checks say why less
+        waited |= {"waited_s": spans_file.waited_s, "silent": spans_file.silent}
     # spans of traces no run sent, come meanwhile: most likely the lost ones, under ids of the agent's own
     others = {"other_spans": spans_file.other_spans, "runs_alongside": spans_file.runs_alongside} \
         if spans_file.other_spans and traces is not None and traces.query is None else {}

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tamesu.telemetry._clocks import Sent, skew_ns, turn_at
+from tamesu.telemetry._silence import AgentHeard
 from tamesu.telemetry.spans import MAX_VALUE_CHARS, Span, SpansFile
 
 _CONVERSATION = -1
@@ -102,8 +103,9 @@ class SpanCollector:
         self._routes: dict[str, dict[RunSpans, int]] = {}
         """The trace ids of the runs not graded yet, each with the runs that sent it (more than one: a suite's
         own fixed `traceparent`, runs at once) and where its spans go in each; a run's leave when it is graded."""
-        self._closed: dict[str, str] = {}
-        """Trace ids of graded runs, with the run's label (`_CLOSED_REMEMBERED`)."""
+        self._closed: dict[str, tuple[str, AgentHeard | None]] = {}
+        """Trace ids of graded runs, with the run's label and agent (`_CLOSED_REMEMBERED`)."""
+        self._agents: dict[tuple[str, str], AgentHeard] = {}
         self._other: set[str] = set()
         self._unrouted: dict[str, list[tuple[Span, str | None]]] = {}
         self._unrouted_count = 0
@@ -111,9 +113,13 @@ class SpanCollector:
         self._going: set[RunSpans] = set()
         """The runs not graded yet: each counts the spans of no run's traces that came meanwhile."""
 
-    def run(self, max_spans: int, label: str = "") -> RunSpans:
-        """`label`: the run as the warnings name it (`suite/test run 2`)."""
-        run = RunSpans(self, max_spans, label)
+    def agent(self, name: str, where: str) -> AgentHeard:
+        """The target `name` whose spans are looked for at `where`, as every run of it sees it (`_silence`)."""
+        return self._agents.setdefault((name, where), AgentHeard(name, where))
+
+    def run(self, max_spans: int, label: str = "", agent: AgentHeard | None = None) -> RunSpans:
+        """`label`: the run as the warnings name it (`suite/test run 2`); `agent`: its target's."""
+        run = RunSpans(self, max_spans, label, agent)
         run.alongside = len(self._going)
         for going in self._going:
             going.alongside += 1
@@ -133,7 +139,7 @@ class SpanCollector:
             if routes is not None and routes.pop(run, None) is not None and not routes:
                 del self._routes[trace_id]
                 self._closed.pop(trace_id, None)
-                self._closed[trace_id] = run.label
+                self._closed[trace_id] = (run.label, run.agent)
         while len(self._closed) > _CLOSED_REMEMBERED:
             del self._closed[next(iter(self._closed))]
 
@@ -144,9 +150,12 @@ class SpanCollector:
                 # an id runs open at once share: its spans cannot be told apart, each of them gets them all
                 for run, route in routes.items():
                     run.add(span, None if route == _CONVERSATION else route)
-            elif (graded := self._closed.get(span.trace_id)) is not None:
+            elif (closed := self._closed.get(span.trace_id)) is not None:
                 # late for its graded run, unless a run that is going names its id once its turn is answered (a
-                # suite's own fixed traceparent, sent by run after run)
+                # suite's own fixed traceparent, sent by run after run); its agent does export: waited for again
+                graded, agent = closed
+                if agent is not None:
+                    agent.heard()
                 self.dropped.late_spans += 1
                 late = self.dropped.late_runs
                 late[graded] = late.get(graded, 0) + 1
@@ -190,9 +199,16 @@ class SpanCollector:
 class RunSpans:
     """One run's side of the collector: the traces it sent, the spans that came back for them."""
 
-    def __init__(self, collector: SpanCollector, max_spans: int, label: str = "") -> None:
+    def __init__(self, collector: SpanCollector, max_spans: int, label: str = "",
+                 agent: AgentHeard | None = None) -> None:
         self._collector = collector
         self.label = label
+        self.agent = agent
+        self._waited_whole = False
+        """A wait for its spans ran to its end with none come (`hush`)."""
+        self._waited_short: float | None = None
+        """The shorter wait of a silent agent's run that ended with none of its spans come."""
+        self._silence_said = False
         self.max_spans = max_spans
         self.kept: list[Span] = []
         self.received = 0
@@ -298,6 +314,8 @@ class RunSpans:
         self._ids.add((span.trace_id, span.span_id))
         self.received += 1
         self._heard.add(span.trace_id)
+        if self.agent is not None:
+            self.agent.heard()
         self._last_span = time.monotonic()
         self._missing.discard((span.trace_id, span.span_id))
         if span.parent_span_id is not None and span.parent_span_id == self._parents.get(span.trace_id):
@@ -335,17 +353,17 @@ class RunSpans:
     async def settle(self, wait: float, recorded: Iterable[str] = (), carried: Iterable[str] = ()) -> None:
         """Wait for late spans: until the run's traces are complete (`complete`) and none of their spans came for
         a quarter of `wait` since the later of the last one and now (the target closed: a span it ended comes
-        within an export period), at most until `wait` seconds after the last turn ended. `recorded`: the
+        within an export period), at most until `wait` seconds after the last turn ended (`patience`: less for an
+        agent that has sent no span at all). `recorded`: the
         trace each turn recorded (the one the agent got); `carried`: the traces the target said it sent before
         or between turns (its `conversation_trace` events: a handshake's), waited for as the recorded ones are,
         those of the conversation's trace tamesu made: an agent's span of its connection ends when the target
         closes, after every turn's trace is in (not waited for, it came after the run was graded)."""
-        deadline = self._quiet_since + wait
         quiet = wait / QUIET_PART
         since = time.monotonic()
         # the suite's own traceparent on a handshake is no trace of this run's: nothing of it is routed here
         recorded = set(recorded) | {t for t in carried if t in self._conversation}
-        while (now := time.monotonic()) < deadline:
+        while (now := time.monotonic()) < (deadline := self._quiet_since + self.patience(wait)):
             step = _POLL_S
             if self.complete(recorded):
                 done_at = max(since, self._last_span or since) + quiet
@@ -353,6 +371,29 @@ class RunSpans:
                     return
                 step = done_at - now
             await asyncio.sleep(min(step, deadline - now))
+        self._waited(wait)
+
+    def patience(self, wait: float) -> float:
+        """How long after the last turn this run waits for its spans: `wait`, or a quarter of it for an agent
+        none of whose spans came in a whole `wait` since tamesu started (`_silence`), until one of this run's
+        comes."""
+        silent = self.agent is not None and self.agent.silent and not self._heard
+        return wait / QUIET_PART if silent else wait
+
+    def _waited(self, wait: float) -> None:
+        if self._heard:
+            return
+        patience = self.patience(wait)
+        if patience < wait:
+            self._waited_short = patience
+        else:
+            self._waited_whole = True
+
+    def hush(self, wait: float) -> None:
+        """Once this run's spans were waited for (and fetched): when none came in the whole `wait` and none of its
+        agent's ever did, its agent is silent (its later runs wait less), said by this run."""
+        if self.agent is not None and self._waited_whole and not self._heard and not self._silence_said:
+            self._silence_said = self.agent.waited_in_vain(wait) is not None
 
     def complete(self, recorded: Iterable[str]) -> bool:
         """Whether every span of the run's traces that will come has come, as far as the spans say: some span
@@ -390,7 +431,13 @@ class RunSpans:
                          incomplete=[t for t in self.trace_ids
                                      if t in self._heard and t in self._parents and t not in self._entered],
                          shared=[t for t in self.trace_ids if t in self.shared], other_spans=self.other_spans,
-                         runs_alongside=self.alongside)
+                         runs_alongside=self.alongside, **self._silence())
+
+    def _silence(self) -> dict[str, object]:
+        """`silent` (and `waited_s`) for spans.json: the run that found its agent silent, or waited less for it."""
+        if self.agent is None or self._heard or not (self._silence_said or self._waited_short is not None):
+            return {}
+        return {"silent": self.agent.question(), "silent_said": self._silence_said, "waited_s": self._waited_short}
 
 
 def heard_unasked(spans: RunSpans | None, turn: int, since_ns: int) -> None:

@@ -89,6 +89,14 @@ class SpansFile(BaseModel):
     """The agent's clock ahead of tamesu's (negative: behind), as the traces each turn sent alone showed it
     (their spans cannot start before the turn was sent, nor after it was answered); 0 when they show none.
     The spans of the conversation's trace were placed on turns with it taken off."""
+    silent: str = ""
+    """Why this run's agent is taken to send no spans: none of its spans came in a whole `traces.wait` since
+    tamesu started (`no span from shop came in 2s ...: is it instrumented and exporting to URL?`); said by the
+    run that found it (`silent_said`) and kept by each later run that waited less (`waited_s`) and heard none."""
+    silent_said: bool = False
+    waited_s: float | None = None
+    """The wait this run gave its spans when it was shorter than `traces.wait`: a quarter of it, for an agent
+    found silent (`silent`)."""
     spans: list[Span] = Field(default_factory=list)
 
     def numbers_masked(self, mask: Callable[[str], str]) -> SpansFile:
