@@ -92,9 +92,10 @@ def test_an_agent_that_sends_no_span_is_said_once_and_waited_for_less(tmp_path: 
 
 
 def test_an_agent_that_exports_keeps_its_waits(tmp_path: Path, tamesu, serve) -> None:
-    # its batch comes 300 ms after each turn: every run waits for it and has it, none is cut short
+    # its batch comes some 900 ms after each turn, past the quarter of the wait (0.5 s) a silent agent's run is
+    # given: every run waits for it and has it, none is cut short
     receive = f"127.0.0.1:{free_port()}"
-    agent = TracedRestAgent(f"http://{receive}", batch_delay_ms=300)
+    agent = TracedRestAgent(f"http://{receive}", batch_delay_ms=900)
     try:
         project(tmp_path, receive, serve(agent.app()).url)
         done = tamesu(["run", "--out", "out"], cwd=tmp_path)
