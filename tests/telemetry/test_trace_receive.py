@@ -829,9 +829,15 @@ uvicorn.run(Starlette(routes=[Route("/chat", chat, methods=["POST"])]), host="12
 """
 
 
-def test_an_agent_a_hook_starts_with_the_sdks_default_batch_sends_within_wait(tmp_path: Path, tamesu) -> None:
+@pytest.mark.parametrize("users_own", [False, True], ids=["plain", "traces-endpoint-set"])
+def test_an_agent_a_hook_starts_with_the_sdks_default_batch_sends_within_wait(tmp_path: Path, tamesu,
+                                                                              users_own: bool) -> None:
     # the SDKs' batch processors send every 5 s by default, later than the default wait of 2 s: a hook's agent
-    # set up by the book had its spans arrive after its run was graded, which failed "no tool called"
+    # set up by the book had its spans arrive after its run was graded, which failed "no tool called". With
+    # `users_own`, the user's shell names its own collector in the signal-specific variables, which win over the
+    # general one in the SDK: tamesu points those at its receiver too while the suite runs
+    env = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"http://127.0.0.1:{refused_port()}/v1/traces",
+           "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"} if users_own else None
     port = free_port()
     (tmp_path / "agent.py").write_text(BATCHING_AGENT)
     tests_dir = Path(__file__).resolve().parents[1]
@@ -856,7 +862,7 @@ tests:
     scenario: {{ script: [ {{ say: 'Where is ORD-1001?' }} ] }}
     assert: [ {{ tool_called: lookup_order }} ]
 """)
-    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     _, spans = run_files(tmp_path, "order")
     assert len(spans["spans"]) == 3 and {s["service"] for s in spans["spans"]} == {"batching-agent"}
