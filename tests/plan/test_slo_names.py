@@ -100,3 +100,26 @@ def test_what_a_run_records_is_in_its_targets_declared_metrics(tmp_path: Path) -
     declared = targets.target_class("model").metric_names
     assert declared is not None and "model_calls" in recorded, recorded
     assert [name for name in recorded if not measurable(name, RUN_METRICS | declared)] == [], recorded
+
+
+def test_the_metrics_a_voice_suite_measures_are_said_whole(tmp_path: Path) -> None:
+    # before: the line was cut at 600 characters, in the middle of the list ("loop_run...[273 more characters]...")
+    code, said = _validate(tmp_path, "zzqq: 3", target="call")
+    assert code == 2, said
+    line = said.splitlines()[0]
+    assert "more characters" not in line, line
+    assert ", loop_runqueue_ms, " in line and line.endswith(
+        "voice_messages, and with traces: the agent's span metrics (docs/traces.md) (a distribution takes _pNN, "
+        "_max, _min, _mean)"), line
+
+
+def test_a_problem_past_its_bound_is_cut_at_a_word_saying_the_bound() -> None:
+    from tamesu.errors import MESSAGE_CHARS, Problem
+
+    message = "unknown name " + " ".join(f"word{n}" for n in range(1000)) + " here"
+    shown = str(Problem("s.tamesu.yaml", 3, 5, "tests[0].name", message))
+    head, rest = shown.removeprefix("s.tamesu.yaml:3:5: tests[0].name: ").split("...[", 1)
+    cut, tail = rest.split("]...", 1)
+    assert len(head) <= MESSAGE_CHARS and message.startswith(head + " ") and tail == "word999 here", shown
+    more, bound = cut.split(" more characters: ")
+    assert (int(more.replace(",", "")), bound) == (len(message) - len(head) - len(tail), "a line says 1,200"), cut
