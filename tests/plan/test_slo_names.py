@@ -102,6 +102,26 @@ def test_what_a_run_records_is_in_its_targets_declared_metrics(tmp_path: Path) -
     assert [name for name in recorded if not measurable(name, RUN_METRICS | declared)] == [], recorded
 
 
+_OF_ANOTHER = ("time_to_first_audio_ms is measured only by the livekit, pipecat, realtime, sip, twilio and voice "
+               "targets, not by this suite's model target")
+
+
+def test_a_near_name_of_another_target_types_metric_is_suggested_as_theirs(tmp_path: Path) -> None:
+    # before: the nearest name among the model target's own, "did you mean time_to_first_token_ms_p95?"
+    code, said = _validate(tmp_path, "time_to_first_audo_ms_p95: 1500")
+    assert code == 2, said
+    line = ("s.tamesu.yaml:7:10: defaults.slo.time_to_first_audo_ms_p95: time_to_first_audo_ms_p95 is measured by "
+            "no run of this suite's model target, nor by any other target type, so this SLO would pass every test "
+            "unchecked: did you mean time_to_first_audio_ms_p95? (a distribution takes _pNN, _max, _min, _mean); "
+            f"{_OF_ANOTHER}")
+    assert said.splitlines()[0] == line, said
+    ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert ran.returncode == 2 and (ran.stdout + ran.stderr).splitlines()[0] == line, ran.stdout + ran.stderr
+    # one no target type measures is still the nearest of the suite's own
+    code, said = _validate(tmp_path, "turn_latncy_ms_p95: 2000")
+    assert code == 2 and "did you mean turn_latency_ms_p95?" in said and "measured only by" not in said, said
+
+
 def test_the_metrics_a_voice_suite_measures_are_said_whole(tmp_path: Path) -> None:
     # before: the line was cut at 600 characters, in the middle of the list ("loop_run...[273 more characters]...")
     code, said = _validate(tmp_path, "zzqq: 3", target="call")
