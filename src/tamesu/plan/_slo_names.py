@@ -2,17 +2,21 @@
 on a text test: Concepts), so a misspelt one (`ttft_p95`) passed every test, said only by a warning at the run's
 end. Where every target a suite's tests talk to (or have as a counterpart) declares what it measures
 (`Target.metric_names`), a name that none of them, no run, and no other target type measures is a problem where
-written. Where one does not (a plug-in's), what its runs measure is known only once they ran: the end-of-run
-warning says it, as it says an SLO on another target type's metric that no test measured."""
+written, with the nearest name any type measures. A metric other types measure passes a text suite's tests, but
+on a suite whose targets do what it needs (speak audio) and never measure it (a sip call's `interruption_stop_ms`)
+it is a problem too. Where a target does not declare (a plug-in's), what its runs measure is known only once they
+ran: the end-of-run warning says it, as it says an SLO on another target type's metric that no test measured."""
 
 from __future__ import annotations
 
 import difflib
 import re
 from collections.abc import Iterable
+from functools import cache
 from typing import TYPE_CHECKING
 
 from tamesu import targets
+from tamesu.audio import measured
 from tamesu.errors import Problem
 from tamesu.telemetry.genai import SPAN_METRICS
 
@@ -72,6 +76,29 @@ def measured_by(name: str, declared: dict[str, frozenset[str]]) -> list[str]:
     return sorted(kind for kind, names in declared.items() if measurable(name, names))
 
 
+@cache
+def metric_needs() -> dict[str, str]:
+    """What a target must do to measure each metric only some target types measure (`Target.offers`), from what
+    they declare: speak audio for the audio toolkit's (`audio.measured.SPOKEN`), make a phone call or take browser
+    steps for one only such types declare. Imports every built-in target type: asked only of a metric the target in
+    question does not declare."""
+    declared = targets.declared_metrics()
+    needs = dict.fromkeys(measured.SPOKEN, "speaks_audio")
+    for metric in sorted(frozenset().union(*declared.values()) - RUN_METRICS - measured.SPOKEN):
+        owners = [targets.target_class(kind) for kind, names in declared.items() if metric in names]
+        need = next((need for need in ("phone_call", "takes_steps") if all(getattr(o, need) for o in owners)), None)
+        if need is not None:
+            needs[metric] = need
+    return needs
+
+
+def need_of(metric: str) -> str | None:
+    """`metric_needs()` of a metric as an assertion names it: a statistic of a distribution, or one a call records
+    as itself (`frame_late_ms_p99`)."""
+    needs = metric_needs()
+    return needs.get(metric) or needs.get(base_of(metric))
+
+
 def said(name: str, known: frozenset[str], whose: str) -> str:
     """The problem of an SLO on `name`, which nothing `whose` measures nor any target type: the nearest name any
     target type measures (and which, when not `whose`), else every one `whose` measures."""
@@ -101,6 +128,21 @@ def said(name: str, known: frozenset[str], whose: str) -> str:
             f"test unchecked: {hint} ({stats}){theirs}")
 
 
+def _of_their_kind(name: str, suite: LoadedSuite, used: set[str], whose: str) -> str | None:
+    """The problem of an SLO on a metric other target types measure that the suite's targets would be expected to
+    (they speak audio, make the call, take the steps it needs) and do not (a sip call's `interruption_stop_ms`)."""
+    need = need_of(name)
+    specs = [suite.targets[target] for target in sorted(used)]
+    if need is None or not any(targets.is_known(spec.type) and targets.target_class(spec.type).offers(need, spec)
+                               for spec in specs):
+        return None  # an audio metric on a text test passes it (Concepts)
+    why = "; ".join(dict.fromkeys(note for spec in specs if targets.is_known(spec.type)
+                                  and (note := targets.target_class(spec.type).not_measured.get(base_of(name)))))
+    others = targets.types_said(measured_by(name, targets.declared_metrics()))
+    return (f"{name} is measured by no run of {whose}, only by {others}, so this SLO would pass every test "
+            f"unchecked{f': {why}' if why else ''}")
+
+
 def suite_slo_problems(suite: LoadedSuite, used: set[str] | None) -> list[Problem]:
     """The suite's own `defaults.slo` names its tests' targets never measure."""
     known = None if not used else vocabulary(suite, used)  # no test: nothing runs to measure it
@@ -110,8 +152,10 @@ def suite_slo_problems(suite: LoadedSuite, used: set[str] | None) -> list[Proble
     whose = f"this suite's {' or '.join(kinds)} target{'s' if len(used) > 1 else ''}" if kinds else "it"
     unmeasured = [name for name in suite.spec.defaults.slo if not measurable(name, known)]
     elsewhere = _elsewhere() if unmeasured else frozenset()
-    return [suite.doc.problem(("defaults", "slo", name), said(name, known, whose), key=True)
-            for name in unmeasured if not measurable(name, elsewhere)]
+    said_of = {name: said(name, known, whose) if not measurable(name, elsewhere) else
+               _of_their_kind(name, suite, used, whose) for name in unmeasured}
+    return [suite.doc.problem(("defaults", "slo", name), why, key=True)
+            for name, why in said_of.items() if why is not None]
 
 
 def suite_vocabulary(suite: LoadedSuite, used: set[str] | None) -> frozenset[str] | None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from tamesu.audio import measured
 from tamesu.conversation import AgentTurn, Session, TurnAudio, TurnError, UserTurn
@@ -65,7 +65,9 @@ WORDS_OUT_TIMEOUT_S = 3.0
 @register("targets", "sip")
 class SipTarget(Target[SipSpec]):
     kind = "sip"
-    metric_names = measured.RECORDED | {"call_setup_ms", "ring_ms", "greeting_ms", "call_duration_ms"}
+    metric_names = measured.RECORDED | {"call_setup_ms", "ring_ms", measured.GREETING, "call_duration_ms"}
+    not_measured: ClassVar[dict[str, str]] = {
+        measured.STOP: "the persona never talks over its agent (interrupt_probability has no effect on it)"}
     phone_call = hears_dtmf = True
     session_names = frozenset({"uri"})
     audio = dtmf = True
