@@ -177,20 +177,19 @@ def test_what_a_metric_needs_is_read_from_what_the_target_types_declare() -> Non
     assert needs.get("browser_blocked") == "takes_steps" and needs.get("model_calls") is None
 
 
-_SIP_METRICS = """\
+_LIVEKIT_METRICS = """\
 models:
   shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
 targets:
   shop: { type: model, model: shop }
-  phone: { type: sip, to: "sip:agent@127.0.0.1:9" }
+  room: { type: livekit, url: "ws://127.0.0.1:9", api_key: k, api_secret: s, room: r, mode: audio }
 tests:
   - name: a call
-    target: phone
+    target: room
     scenario: { script: [ { say: "hello" } ] }
     assert:
       - metric: { name: interruption_stop_ms_max, lt: 1500 }
       - metric: { name: frame_late_ms_p99, lt: 60 }
-      - metric: { name: call_setup_ms, lt: 3000 }
   - name: a chat
     target: shop
     scenario: { script: [ { say: "hello" } ] }
@@ -201,13 +200,13 @@ tests:
 
 def test_a_metric_of_another_audio_target_is_warned_on_one_that_never_measures_it(tmp_path: Path) -> None:
     # before: validate said ok to both, and every run failed them as not measured, the agent's failure
-    (tmp_path / "s.tamesu.yaml").write_text(_SIP_METRICS)
+    (tmp_path / "s.tamesu.yaml").write_text(_LIVEKIT_METRICS)
     done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [line for line in done.stderr.splitlines() if line.startswith("warning: s.tamesu.yaml:")] == [
         "warning: s.tamesu.yaml:11:17: tests[0].assert[0].metric: interruption_stop_ms_max is measured only by the "
-        "pipecat, realtime, twilio and voice targets, not by sip target phone: the persona never talks over its "
-        "agent (interrupt_probability has no effect on it): every run of the test is an error",
-        "warning: s.tamesu.yaml:18:17: tests[1].assert[0].metric: frame_late_ms_p99 is measured only in audio, which "
+        "pipecat, realtime, sip, twilio and voice targets, not by livekit target room: the persona never talks over "
+        "its agent (interrupt_probability has no effect on it): every run of the test is an error",
+        "warning: s.tamesu.yaml:17:17: tests[1].assert[0].metric: frame_late_ms_p99 is measured only in audio, which "
         "model target shop does not speak: every run of the test is an error",
     ], done.stderr

@@ -145,24 +145,24 @@ def test_a_problem_past_its_bound_is_cut_at_a_word_saying_the_bound() -> None:
     assert (int(more.replace(",", "")), bound) == (len(message) - len(head) - len(tail), "a line says 1,200"), cut
 
 
-_SIP = """\
+_LIVEKIT = """\
 targets:
-  phone: {{ type: sip, to: "sip:agent@127.0.0.1:9" }}
+  room: {{ type: livekit, url: "ws://127.0.0.1:9", api_key: k, api_secret: s, room: r, mode: audio }}
 defaults:
   slo: {{ {slo} }}
 tests:
-  - {{ name: call, target: phone, scenario: {{ script: [ {{ say: hello }} ] }} }}
+  - {{ name: call, target: room, scenario: {{ script: [ {{ say: hello }} ] }} }}
 """
 
 
 def test_an_slo_on_a_barge_ins_stop_is_refused_on_a_target_that_never_talks_over_its_agent(tmp_path: Path) -> None:
     # before: validate said ok (other audio targets measure it) and every test passed the SLO unchecked
-    (tmp_path / "s.tamesu.yaml").write_text(_SIP.format(slo="interruption_stop_ms_p95: 500, greeting_ms: 3000"))
+    (tmp_path / "s.tamesu.yaml").write_text(_LIVEKIT.format(slo="interruption_stop_ms_p95: 500, talk_over_ratio: 0.1"))
     (tmp_path / "tamesu.yaml").write_text("")
     done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert (done.stdout + done.stderr).splitlines()[0] == (
         "s.tamesu.yaml:4:10: defaults.slo.interruption_stop_ms_p95: interruption_stop_ms_p95 is measured by no run of "
-        "this suite's sip target, only by the pipecat, realtime, twilio and voice targets, so this SLO would pass "
-        "every test unchecked: the persona never talks over its agent (interrupt_probability has no effect on it)")
+        "this suite's livekit target, only by the pipecat, realtime, sip, twilio and voice targets, so this SLO would "
+        "pass every test unchecked: the persona never talks over its agent (interrupt_probability has no effect on it)")
     assert (done.stdout + done.stderr).count("s.tamesu.yaml:") == 1
