@@ -3,7 +3,7 @@
     python examples/phone-agent/agent.py [--sip-port 0] [--mode answer|busy|silent|no-answer|drop] [--ring-ms 0]
                                          [--greeting TEXT] [--pause-s 1.8] [--heard DIR] [--prompt-cache DIR]
                                          [--reply-delay-ms MS [--reply-pause-ms MS] [--clock-file PATH]
-                                          [--hang-up-after-reply]]
+                                          [--hang-up-after-reply] [--stop-delay-ms MS]]
 
 baresip is the SIP peer (it answers, plays audio files, reports DTMF, transfers, hangs up); this script writes
 its configuration, starts it, and drives it over its control socket as a small IVR:
@@ -20,7 +20,8 @@ its configuration, starts it, and drives it over its control socket as a small I
   sentences), noting on its own clock (clock.py) when it heard the caller stop and when its reply went out,
   one JSON line a reply in `--clock-file`; it needs tamesu's voice toolkit (`tamesu[voice]`) to speak;
   `--hang-up-after-reply`: it hangs up half a second after its reply has played (a caller then need not wait
-  out a silence to know the reply is over);
+  out a silence to know the reply is over); `--stop-delay-ms MS`: a caller that talks over its reply is heard, and
+  the reply stops MS later, noted on its clock from the caller's first word it heard to the reply's last sound;
 - `--mode busy` rejects every call (486: baresip 1.0's hangup takes no status and says `486 Rejected`),
   `no-answer` lets it ring, `silent` answers and says nothing, `drop` hangs up a second into its greeting.
 
@@ -297,9 +298,16 @@ async def serve(args: argparse.Namespace, folder: Path, prompts: dict[str, Path]
                 if args.hang_up_after_reply:
                     loop.call_soon_threadsafe(lambda: ivr.after(args.reply_s + 0.5, ("hangup", "")))
 
+            stop_reply = None
+            if args.stop_delay_ms is not None:
+                quiet = silence(folder / "silence.wav")
+
+                def stop_reply() -> None:  # from the clock's thread: the reply talked over ends here
+                    loop.call_soon_threadsafe(lambda: ivr.after(0, ("ausrc", f"aufile,{quiet}")))
+
             clock = Clock(Path(args.heard or dumps(args, folder) or folder),
                           Path(args.clock_file) if args.clock_file else None,
-                          args.reply_delay_ms, reply)
+                          args.reply_delay_ms, reply, stop_reply, args.stop_delay_ms or 0.0, args.reply_s)
             clock.start()
         await stop.wait()
         events.cancel()
@@ -361,6 +369,8 @@ def main() -> int:
     parser.add_argument("--reply-pause-ms", type=float, default=400, help="the silence between the reply's sentences")
     parser.add_argument("--clock-file", help="where the agent notes its own time to first audio (JSON lines)")
     parser.add_argument("--hang-up-after-reply", action="store_true", help="hang up once a reply has played")
+    parser.add_argument("--stop-delay-ms", type=float,
+                        help="with --reply-delay-ms: stop a reply the caller talks over, this much after hearing it")
     parser.add_argument("--prompt-cache", type=Path, help="keep the spoken prompts here and reuse them")
     args = parser.parse_args()
     _die_with_parent_self()

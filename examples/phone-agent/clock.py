@@ -10,6 +10,10 @@ been held, are dated back a frame apart):
   agent then waits `--reply-delay-ms` more and starts its reply (`reply` asks the IVR to play it);
 - it notes `{"call": N, "first_audio_ms": MS}`: from the caller's last voiced frame as it heard it to the first
   frame of its reply with a voiced sample as it went out, plus that sample's place in the frame;
+- with a `stop` callback (`--stop-delay-ms`): a caller's voiced frame heard while a reply plays is a barge-in; the
+  agent stops the reply `stop_delay_ms` after it (`stop` switches its source to silence) and notes
+  `{"call": N, "stop": K, "stop_ms": MS}`: from that caller frame as it heard it to the last frame of the reply with
+  a sound (a sample beyond the line's silence) as it went out, written again as it grows;
 - and `{"call": N, "reply": K, "silence_ms": MS}`: the longest silence of reply K so far (written again each time
   it grows: the last line of a reply is its longest): the wait from that caller frame to the reply's first
   voiced sample, or a pause between two voiced samples of the reply, each sample at its place in its frame.
@@ -45,9 +49,11 @@ LOOK_S = 0.002
 
 
 class Clock(threading.Thread):
-    def __init__(self, folder: Path, log: Path | None, delay_ms: float, reply: Callable[[], None]) -> None:
+    def __init__(self, folder: Path, log: Path | None, delay_ms: float, reply: Callable[[], None],
+                 stop: Callable[[], None] | None = None, stop_delay_ms: float = 0.0, reply_s: float = 0.0) -> None:
         super().__init__(daemon=True)
         self.folder, self.log, self.delay_ms, self.reply = folder, log, delay_ms, reply
+        self.stop, self.stop_delay_ms, self.reply_s = stop, stop_delay_ms, reply_s
         self.stopped = threading.Event()
         self.calls = 0
 
@@ -90,24 +96,43 @@ class Clock(threading.Thread):
         replies, longest = 0, 0.0
         due: float | None = None
         asked = False
+        reply_from: float | None = None
+        """When the reply being said went out: it plays `reply_s` from then, and a caller may talk over it."""
+        barge: float | None = None
+        """When the caller's first frame over the reply was heard (until the next reply)."""
+        stop_due: float | None = None
+        stops = 0
         looked = time.monotonic()
         while not self.stopped.is_set():
             now = time.monotonic()
             for at, frame in heard.frames(now):
                 if int(np.abs(frame.astype(np.int32)).max()) > LINE_SILENCE:
+                    if (self.stop is not None and barge is None and reply_from is not None
+                            and at < reply_from + self.reply_s):
+                        barge, stops = at, stops + 1  # talked over
+                        stop_due = at + self.stop_delay_ms / 1000
                     voiced_at = quiet_from = at
-                    replying, due, asked = False, None, False
+                    replying, due, asked, reply_from = False, None, False, None
             if voiced_at is not None and not asked and now - voiced_at >= END_MS / 1000:
                 due = voiced_at + (END_MS + self.delay_ms) / 1000
             if due is not None and now >= due:
                 due, asked = None, True  # once for this utterance
                 self.reply()
+            if stop_due is not None and self.stop is not None and now >= stop_due:
+                stop_due = None
+                self.stop()
             for at, frame in said.frames(now):
+                if barge is not None and not asked:  # the reply talked over, going on until the agent stops it
+                    if int(np.abs(frame.astype(np.int32)).max()) > LINE_SILENCE:
+                        # its last sound after the caller's first word: written again as it grows
+                        self._note(stop=stops, stop_ms=round((at - barge) * 1000, 3))
+                    continue
                 loud = np.flatnonzero(np.abs(frame.astype(np.int32)) > VOICED)
                 if quiet_from is None or not loud.size:
                     continue
                 if not replying:
                     replying, replies, longest = True, replies + 1, 0.0
+                    reply_from, barge = at, None
                     out_at = at + loud[0] / RATE
                     if voiced_at is not None:
                         self._note(first_audio_ms=round((out_at - voiced_at) * 1000, 3), heard_at=voiced_at,

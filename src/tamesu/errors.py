@@ -32,15 +32,27 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.column}"
-        path, message = _excerpt(self.path, 160), _excerpt(self.message, 600)
+        path, message = _excerpt(self.path, PATH_CHARS), _excerpt(self.message, MESSAGE_CHARS)
         return f"{where}: {path}: {message}" if path else f"{where}: {message}"
 
 
+PATH_CHARS = 160
+MESSAGE_CHARS = 1200
+"""A problem's line says at most this much of its message: a key or value of 100 kB it quotes is cut, tamesu's own
+words whole (a hint listing the metrics a suite's targets measure ran past 600 and was cut in the middle of a name)."""
+
+
 def _excerpt(text: str, limit: int) -> str:
-    """A problem quotes at most a short excerpt of what was written (a 100 kB key stays one readable line)."""
+    """A problem quotes at most a short excerpt of what was written (a 100 kB key stays one readable line): its
+    start and end, each cut at a word where there is one, and how much was left out of the `limit` said."""
     if len(text) <= limit:
         return text
-    return f"{text[:limit - 40]}...[{len(text) - limit + 40:,} more characters]...{text[-20:]}"
+    head, tail = text[:limit - 60], text[-20:]
+    if " " in head[-60:]:
+        head = head[:head.rindex(" ")]
+    if " " in tail[:-1]:
+        tail = tail[tail.index(" ") + 1:]
+    return f"{head}...[{len(text) - len(head) - len(tail):,} more characters: a line says {limit:,}]...{tail}"
 
 
 @dataclass

@@ -146,3 +146,67 @@ def test_a_warning_after_a_broken_assertion_names_its_own_place(tmp_path: Path) 
             said = line.split(f".assert[{index}].", 1)[1].split(":", 1)[0]
             assert said in ("on_turn", written[index]) and (said != "on_turn" or index == 2), line
             assert line.split(":")[2] == str(10 + index), line
+
+
+_THE_HAND_KEPT_LIST = {
+    **dict.fromkeys(("time_to_first_audio_ms", "interruption_stop_ms", "talk_over_ratio", "silence_gap_max_ms",
+                     "stt_word_error_rate", "greeting_ms"), "speaks_audio"),
+    **dict.fromkeys(("call_setup_ms", "ring_ms", "call_duration_ms"), "phone_call"),
+    **dict.fromkeys(("goal_steps", "goal_steps_total", "browser_steps"), "takes_steps"),
+}
+"""What `plan._fit` kept by hand before it read the target types' declarations (`Target.metric_names`)."""
+
+
+def test_what_a_metric_needs_is_read_from_what_the_target_types_declare() -> None:
+    from tamesu import targets
+    from tamesu.plan._slo_names import metric_needs
+
+    needs = metric_needs()
+    # every metric the hand-kept list had is still checked, for the same reason
+    assert {name: needs.get(name) for name in _THE_HAND_KEPT_LIST} == _THE_HAND_KEPT_LIST
+    # and none a type declares is refused on it: the type does what the metric needs (pipecat's and livekit's text
+    # mode aside, which `offers` tells from the spec)
+    refused = [(kind, name, need) for kind, names in targets.declared_metrics().items() for name in names
+               if (need := needs.get(name)) is not None
+               and not getattr(targets.target_class(kind), "audio" if need == "speaks_audio" else need)]
+    assert refused == []
+    # what the hand-kept list missed: every audio call's pace and speech, the browser's blocked requests (a
+    # target's counters are not: pipecat counts its messages in text mode too)
+    assert [needs.get(name) for name in ("frame_late_ms_p99", "agent_speech_ms", "voice_clears")] == [
+        "speaks_audio", "speaks_audio", None]
+    assert needs.get("browser_blocked") == "takes_steps" and needs.get("model_calls") is None
+
+
+_LIVEKIT_METRICS = """\
+models:
+  shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
+targets:
+  shop: { type: model, model: shop }
+  room: { type: livekit, url: "ws://127.0.0.1:9", api_key: k, api_secret: s, room: r, mode: audio }
+tests:
+  - name: a call
+    target: room
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: interruption_stop_ms_max, lt: 1500 }
+      - metric: { name: frame_late_ms_p99, lt: 60 }
+  - name: a chat
+    target: shop
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: frame_late_ms_p99, lt: 60 }
+"""
+
+
+def test_a_metric_of_another_audio_target_is_warned_on_one_that_never_measures_it(tmp_path: Path) -> None:
+    # before: validate said ok to both, and every run failed them as not measured, the agent's failure
+    (tmp_path / "s.tamesu.yaml").write_text(_LIVEKIT_METRICS)
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: s.tamesu.yaml:")] == [
+        "warning: s.tamesu.yaml:11:17: tests[0].assert[0].metric: interruption_stop_ms_max is measured only by the "
+        "pipecat, realtime, sip, twilio and voice targets, not by livekit target room: the persona never talks over "
+        "its agent (interrupt_probability has no effect on it): every run of the test is an error",
+        "warning: s.tamesu.yaml:17:17: tests[1].assert[0].metric: frame_late_ms_p99 is measured only in audio, which "
+        "model target shop does not speak: every run of the test is an error",
+    ], done.stderr

@@ -100,3 +100,69 @@ def test_what_a_run_records_is_in_its_targets_declared_metrics(tmp_path: Path) -
     declared = targets.target_class("model").metric_names
     assert declared is not None and "model_calls" in recorded, recorded
     assert [name for name in recorded if not measurable(name, RUN_METRICS | declared)] == [], recorded
+
+
+_OF_ANOTHER = ("time_to_first_audio_ms is measured only by the livekit, pipecat, realtime, sip, twilio and voice "
+               "targets, not by this suite's model target")
+
+
+def test_a_near_name_of_another_target_types_metric_is_suggested_as_theirs(tmp_path: Path) -> None:
+    # before: the nearest name among the model target's own, "did you mean time_to_first_token_ms_p95?"
+    code, said = _validate(tmp_path, "time_to_first_audo_ms_p95: 1500")
+    assert code == 2, said
+    line = ("s.tamesu.yaml:7:10: defaults.slo.time_to_first_audo_ms_p95: time_to_first_audo_ms_p95 is measured by "
+            "no run of this suite's model target, nor by any other target type, so this SLO would pass every test "
+            "unchecked: did you mean time_to_first_audio_ms_p95? (a distribution takes _pNN, _max, _min, _mean); "
+            f"{_OF_ANOTHER}")
+    assert said.splitlines()[0] == line, said
+    ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert ran.returncode == 2 and (ran.stdout + ran.stderr).splitlines()[0] == line, ran.stdout + ran.stderr
+    # one no target type measures is still the nearest of the suite's own
+    code, said = _validate(tmp_path, "turn_latncy_ms_p95: 2000")
+    assert code == 2 and "did you mean turn_latency_ms_p95?" in said and "measured only by" not in said, said
+
+
+def test_the_metrics_a_voice_suite_measures_are_said_whole(tmp_path: Path) -> None:
+    # before: the line was cut at 600 characters, in the middle of the list ("loop_run...[273 more characters]...")
+    code, said = _validate(tmp_path, "zzqq: 3", target="call")
+    assert code == 2, said
+    line = said.splitlines()[0]
+    assert "more characters" not in line, line
+    assert ", loop_runqueue_ms, " in line and line.endswith(
+        "voice_messages, and with traces: the agent's span metrics (docs/traces.md) (a distribution takes _pNN, "
+        "_max, _min, _mean)"), line
+
+
+def test_a_problem_past_its_bound_is_cut_at_a_word_saying_the_bound() -> None:
+    from tamesu.errors import MESSAGE_CHARS, Problem
+
+    message = "unknown name " + " ".join(f"word{n}" for n in range(1000)) + " here"
+    shown = str(Problem("s.tamesu.yaml", 3, 5, "tests[0].name", message))
+    head, rest = shown.removeprefix("s.tamesu.yaml:3:5: tests[0].name: ").split("...[", 1)
+    cut, tail = rest.split("]...", 1)
+    assert len(head) <= MESSAGE_CHARS and message.startswith(head + " ") and tail == "word999 here", shown
+    more, bound = cut.split(" more characters: ")
+    assert (int(more.replace(",", "")), bound) == (len(message) - len(head) - len(tail), "a line says 1,200"), cut
+
+
+_LIVEKIT = """\
+targets:
+  room: {{ type: livekit, url: "ws://127.0.0.1:9", api_key: k, api_secret: s, room: r, mode: audio }}
+defaults:
+  slo: {{ {slo} }}
+tests:
+  - {{ name: call, target: room, scenario: {{ script: [ {{ say: hello }} ] }} }}
+"""
+
+
+def test_an_slo_on_a_barge_ins_stop_is_refused_on_a_target_that_never_talks_over_its_agent(tmp_path: Path) -> None:
+    # before: validate said ok (other audio targets measure it) and every test passed the SLO unchecked
+    (tmp_path / "s.tamesu.yaml").write_text(_LIVEKIT.format(slo="interruption_stop_ms_p95: 500, talk_over_ratio: 0.1"))
+    (tmp_path / "tamesu.yaml").write_text("")
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (done.stdout + done.stderr).splitlines()[0] == (
+        "s.tamesu.yaml:4:10: defaults.slo.interruption_stop_ms_p95: interruption_stop_ms_p95 is measured by no run of "
+        "this suite's livekit target, only by the pipecat, realtime, sip, twilio and voice targets, so this SLO would "
+        "pass every test unchecked: the persona never talks over its agent (interrupt_probability has no effect on it)")
+    assert (done.stdout + done.stderr).count("s.tamesu.yaml:") == 1

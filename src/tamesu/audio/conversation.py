@@ -405,6 +405,11 @@ class AudioConversation:
         heard after the call, for the record (`end_turn(heard=None)`). Under 0.2 s: ""."""
         return await self._hearing.by(clip, offset_ms, until, bound, lambda: self._current)
 
+    @property
+    def stop_pending(self) -> bool:
+        """A reply was talked over and its stop is not closed yet: its audio is still being timed."""
+        return self._pending_barge_in is not None
+
     def close_barge_in(self) -> float | None:
         """The stop time of the last barge-in, once its reply's audio has ended: interruption_stop_ms."""
         turn = self._pending_barge_in

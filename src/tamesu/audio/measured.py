@@ -16,3 +16,9 @@ PACE = frozenset({"frame_late_ms_p50", "frame_late_ms_p99", "frame_late_ms_max",
 """`Pacer.lateness` and `LoopLag.since`: each a statistic already, so no other `_pNN` of them is measured."""
 RECORDED = PER_TURN | OF_THE_CALL | PACE
 """Every metric an audio call records, whatever its target (each adds its own: `greeting_ms`, its counters...)."""
+GREETING = "greeting_ms"
+STOP = "interruption_stop_ms"
+"""The wait for the agent's first words, and a barge-in's stop: recorded by the audio targets that have them."""
+SPOKEN = RECORDED | {GREETING, STOP}
+"""The metrics only a call in audio measures: a `metric` on one, on a target that speaks no audio, could only fail
+(`plan._fit`)."""

@@ -5,14 +5,15 @@ That is the suite's asking, not the agent's doing: validate warns where it is wr
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from tamesu import targets
+from tamesu.audio import measured
 from tamesu.checks import Assertion
 from tamesu.checks.base import Check
 from tamesu.checks.metric import Metric
 from tamesu.errors import Problem
+from tamesu.plan._slo_names import RUN_METRICS, base_of, measurable, measured_by, need_of
 from tamesu.targets.base import TargetSpec
 
 if TYPE_CHECKING:
@@ -29,19 +30,12 @@ _GIVES = {
 }
 
 
-_METRIC_NEEDS = {
-    **dict.fromkeys(("time_to_first_audio_ms", "interruption_stop_ms", "talk_over_ratio", "silence_gap_max_ms",
-                     "stt_word_error_rate", "greeting_ms"), "speaks_audio"),
-    **dict.fromkeys(("call_setup_ms", "ring_ms", "call_duration_ms"), "phone_call"),
-    **dict.fromkeys(("goal_steps", "goal_steps_total", "browser_steps"), "takes_steps"),
-}
-"""The Concepts page's metrics that only some targets measure, by what the target must do to measure them."""
 _MEASURED = {
     "speaks_audio": "{metric} is measured only in audio, which {kind} target {name} does not speak",
     "phone_call": "{metric} is measured only on a phone call, which {kind} target {name} never makes",
     "takes_steps": "{metric} is measured only by browser steps, which {kind} target {name} never takes",
 }
-_STAT = re.compile(r"_(?:p\d{1,2}|max|min|mean)$")
+"""Why a metric only some target types measure (`_slo_names.metric_needs`, from what each declares) is not."""
 
 
 _OF_GOALS = frozenset({"goal_steps", "goal_steps_total"})
@@ -54,16 +48,44 @@ def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] 
     check: Check[Any] = getattr(assertion.check, "inner", assertion.check)  # `negate: true` wraps it
     need, said = check.needs, _GIVES
     if isinstance(check, Metric):  # an SLO's (`missing: pass`) passes where its metric is not measured
+        if check.spec.missing == "pass":
+            return None
         metric = check.spec.name
-        need = None if check.spec.missing == "pass" else _METRIC_NEEDS.get(_STAT.sub("", metric))
+        need = _metric_need(metric, target)
         said = {k: v.replace("{metric}", metric) for k, v in _MEASURED.items()}
-        if (need == "takes_steps" and steps is not None and _STAT.sub("", metric) in _OF_GOALS
+        if (need == "takes_steps" and steps is not None and base_of(metric) in _OF_GOALS
                 and not any(isinstance(step, dict) and "goal" in step for step in steps)):
             return f"{metric} is measured only by `goal` steps, which this test has none of"
+        if need is not None and targets.is_known(target.type) and targets.target_class(target.type).offers(
+                need, target):
+            return _not_of_this_one(metric, name, target)
     if need is None or not targets.is_known(target.type) or targets.target_class(target.type).offers(need, target):
         return None
     return said.get(need, "needs {need}, which {kind} target {name} never gives").format(
         need=need, kind=target.type, name=name)
+
+
+def _metric_need(metric: str, target: TargetSpec) -> str | None:
+    """What `target` must do to measure `metric` (None: every run measures it, or any target may). Only a metric
+    the target's type does not declare is looked up among every type's (which imports them all)."""
+    if measurable(metric, RUN_METRICS):
+        return None
+    declared = targets.target_class(target.type).metric_names if targets.is_known(target.type) else None
+    if declared is not None and measurable(metric, declared):
+        # declared by a type that also talks in text (pipecat's `mode: text`): measured only in audio still
+        return "speaks_audio" if measurable(metric, measured.SPOKEN) else None
+    return need_of(metric)
+
+
+def _not_of_this_one(metric: str, name: str, target: TargetSpec) -> str | None:
+    """Why a target that does what `metric` needs (it speaks audio) still never measures it: its type does not
+    declare it (a sip call's `interruption_stop_ms`)."""
+    cls = targets.target_class(target.type)
+    if cls.metric_names is None or measurable(metric, cls.metric_names):
+        return None
+    why = cls.not_measured.get(base_of(metric))
+    others = targets.types_said(measured_by(metric, targets.declared_metrics()))
+    return f"{metric} is measured only by {others}, not by {target.type} target {name}" + (f": {why}" if why else "")
 
 
 def unfit_assertions(suite: LoadedSuite, name: str | None, assertions: list[Assertion], count: int,

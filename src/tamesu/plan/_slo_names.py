@@ -2,17 +2,21 @@
 on a text test: Concepts), so a misspelt one (`ttft_p95`) passed every test, said only by a warning at the run's
 end. Where every target a suite's tests talk to (or have as a counterpart) declares what it measures
 (`Target.metric_names`), a name that none of them, no run, and no other target type measures is a problem where
-written. Where one does not (a plug-in's), what its runs measure is known only once they ran: the end-of-run
-warning says it, as it says an SLO on another target type's metric that no test measured."""
+written, with the nearest name any type measures. A metric other types measure passes a text suite's tests, but
+on a suite whose targets do what it needs (speak audio) and never measure it (a sip call's `interruption_stop_ms`)
+it is a problem too. Where a target does not declare (a plug-in's), what its runs measure is known only once they
+ran: the end-of-run warning says it, as it says an SLO on another target type's metric that no test measured."""
 
 from __future__ import annotations
 
 import difflib
 import re
 from collections.abc import Iterable
+from functools import cache
 from typing import TYPE_CHECKING
 
-from tamesu import plugins, targets
+from tamesu import targets
+from tamesu.audio import measured
 from tamesu.errors import Problem
 from tamesu.telemetry.genai import SPAN_METRICS
 
@@ -53,14 +57,7 @@ def vocabulary(suite: LoadedSuite, used: Iterable[str]) -> frozenset[str] | None
 def _elsewhere() -> frozenset[str]:
     """Every metric a built-in target type says it measures: asked only of a name the suite's own targets never
     measure (it imports every built-in target type)."""
-    names: set[str] = set()
-    for kind in plugins.built_in_names("targets"):
-        try:
-            declared = targets.target_class(kind).metric_names
-        except Exception:  # a type this installation cannot load (a missing extra): its names are not asked
-            continue
-        names |= declared or set()
-    return frozenset(names)
+    return frozenset().union(*targets.declared_metrics().values())
 
 
 def measurable(name: str, known: frozenset[str]) -> bool:
@@ -68,17 +65,54 @@ def measurable(name: str, known: frozenset[str]) -> bool:
     return name in known or (match is not None and match.group("base") in known)
 
 
+def base_of(name: str) -> str:
+    """The metric a statistic is of (`turn_latency_ms` of `turn_latency_ms_p95`), else the name."""
+    match = _SUFFIX.match(name)
+    return match.group("base") if match else name
+
+
+def measured_by(name: str, declared: dict[str, frozenset[str]]) -> list[str]:
+    """The target types of `declared` (`targets.declared_metrics()`) that measure `name`."""
+    return sorted(kind for kind, names in declared.items() if measurable(name, names))
+
+
+@cache
+def metric_needs() -> dict[str, str]:
+    """What a target must do to measure each metric only some target types measure (`Target.offers`), from what
+    they declare: speak audio for the audio toolkit's (`audio.measured.SPOKEN`), make a phone call or take browser
+    steps for one only such types declare. Imports every built-in target type: asked only of a metric the target in
+    question does not declare."""
+    declared = targets.declared_metrics()
+    needs = dict.fromkeys(measured.SPOKEN, "speaks_audio")
+    for metric in sorted(frozenset().union(*declared.values()) - RUN_METRICS - measured.SPOKEN):
+        owners = [targets.target_class(kind) for kind, names in declared.items() if metric in names]
+        need = next((need for need in ("phone_call", "takes_steps") if all(getattr(o, need) for o in owners)), None)
+        if need is not None:
+            needs[metric] = need
+    return needs
+
+
+def need_of(metric: str) -> str | None:
+    """`metric_needs()` of a metric as an assertion names it: a statistic of a distribution, or one a call records
+    as itself (`frame_late_ms_p99`)."""
+    needs = metric_needs()
+    return needs.get(metric) or needs.get(base_of(metric))
+
+
 def said(name: str, known: frozenset[str], whose: str) -> str:
-    """The problem of an SLO on `name`, which nothing `whose` measures: the nearest known name, else every one."""
+    """The problem of an SLO on `name`, which nothing `whose` measures nor any target type: the nearest name any
+    target type measures (and which, when not `whose`), else every one `whose` measures."""
+    declared = targets.declared_metrics()
+    every = known | frozenset().union(*declared.values())
     match = _SUFFIX.match(name)
     base, stat = (match.group("base"), match.group("stat")) if match else (name, "")
     # a family recorded as a few statistics (an audio call's frame_late_ms_p99): another of it is measured by no run
-    fixed = [n for n in sorted(known) if (m := _SUFFIX.match(n)) is not None and m.group("base") == base]
-    plain = sorted(n for n in known if not _SUFFIX.match(n))
+    fixed = [n for n in sorted(every) if (m := _SUFFIX.match(n)) is not None and m.group("base") == base]
+    plain = sorted(n for n in every if not _SUFFIX.match(n))
     # a statistic is kept as written: the name it is of is the misspelt part
     close = difflib.get_close_matches(name, fixed, n=1, cutoff=0.0) or \
         [f"{found}{stat}" for found in difflib.get_close_matches(base, plain, n=1, cutoff=0.6)] or \
-        difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        difflib.get_close_matches(name, sorted(every), n=1, cutoff=0.6)
     # the agent's span metrics are one family, said by name: the list stays one readable line
     listed = [n for n in (*_RUN, *sorted(known - RUN_METRICS))
               if n in known and not n.startswith("trace_") and n.removesuffix("_total") not in SPAN_METRICS]
@@ -86,21 +120,42 @@ def said(name: str, known: frozenset[str], whose: str) -> str:
         f"the metrics: {', '.join(listed)}, and with traces: the agent's span metrics (docs/traces.md)"
     stats = f"{base} is recorded as {', '.join(n.removeprefix(base) for n in fixed)} only" if fixed else \
         "a distribution takes _pNN, _max, _min, _mean"
+    # a near name of another target type's (time_to_first_audio_ms on a rest suite) is said as theirs
+    others = measured_by(close[0], declared) if close and not measurable(close[0], known) else []
+    theirs = f"; {base_of(close[0])} is measured only by {targets.types_said(others)}, not by {whose}" if others \
+        else ""
     return (f"{name} is measured by no run of {whose}, nor by any other target type, so this SLO would pass every "
-            f"test unchecked: {hint} ({stats})")
+            f"test unchecked: {hint} ({stats}){theirs}")
+
+
+def _of_their_kind(name: str, suite: LoadedSuite, used: set[str], whose: str) -> str | None:
+    """The problem of an SLO on a metric other target types measure that the suite's targets would be expected to
+    (they speak audio, make the call, take the steps it needs) and do not (a sip call's `interruption_stop_ms`)."""
+    need = need_of(name)
+    specs = [suite.targets[target] for target in sorted(used)]
+    if need is None or not any(targets.is_known(spec.type) and targets.target_class(spec.type).offers(need, spec)
+                               for spec in specs):
+        return None  # an audio metric on a text test passes it (Concepts)
+    why = "; ".join(dict.fromkeys(note for spec in specs if targets.is_known(spec.type)
+                                  and (note := targets.target_class(spec.type).not_measured.get(base_of(name)))))
+    others = targets.types_said(measured_by(name, targets.declared_metrics()))
+    return (f"{name} is measured by no run of {whose}, only by {others}, so this SLO would pass every test "
+            f"unchecked{f': {why}' if why else ''}")
 
 
 def suite_slo_problems(suite: LoadedSuite, used: set[str] | None) -> list[Problem]:
     """The suite's own `defaults.slo` names its tests' targets never measure."""
     known = None if not used else vocabulary(suite, used)  # no test: nothing runs to measure it
-    if known is None:
+    if known is None or used is None:
         return []
-    kinds = sorted({suite.targets[name].type for name in used or ()})
-    whose = f"this suite's {' or '.join(kinds)} target{'s' if len(used or ()) > 1 else ''}" if kinds else "it"
+    kinds = sorted({suite.targets[name].type for name in used})
+    whose = f"this suite's {' or '.join(kinds)} target{'s' if len(used) > 1 else ''}" if kinds else "it"
     unmeasured = [name for name in suite.spec.defaults.slo if not measurable(name, known)]
     elsewhere = _elsewhere() if unmeasured else frozenset()
-    return [suite.doc.problem(("defaults", "slo", name), said(name, known, whose), key=True)
-            for name in unmeasured if not measurable(name, elsewhere)]
+    said_of = {name: said(name, known, whose) if not measurable(name, elsewhere) else
+               _of_their_kind(name, suite, used, whose) for name in unmeasured}
+    return [suite.doc.problem(("defaults", "slo", name), why, key=True)
+            for name, why in said_of.items() if why is not None]
 
 
 def suite_vocabulary(suite: LoadedSuite, used: set[str] | None) -> frozenset[str] | None:

@@ -57,6 +57,28 @@ def _importable(kind: str) -> bool:
     return True
 
 
+def declared_metrics() -> dict[str, frozenset[str]]:
+    """What each built-in type says it measures (`Target.metric_names`), by type. It imports every built-in type's
+    module, so it is asked only about a metric a suite's own targets do not measure; a type whose module cannot be
+    imported here (an extra not installed) is passed over."""
+    declared: dict[str, frozenset[str]] = {}
+    for kind in plugins.built_in_names("targets"):
+        try:
+            names = target_class(kind).metric_names
+        except Exception:  # a type this installation cannot load (a missing extra): its names are not asked
+            continue
+        if names:
+            declared[kind] = names
+    return declared
+
+
+def types_said(kinds: list[str]) -> str:
+    """`kinds` as a sentence names them: "the sip target", "the pipecat, realtime and voice targets"."""
+    ordered = sorted(kinds)
+    listed = " and ".join(filter(None, [", ".join(ordered[:-1]), *ordered[-1:]]))
+    return f"the {listed} target{'s' if len(ordered) > 1 else ''}"
+
+
 def known_types() -> list[str]:
     return plugins.names("targets")
 

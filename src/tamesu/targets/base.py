@@ -165,6 +165,9 @@ class Target(ABC, Generic[SpecT]):
     those of every run (`plan._slo_names`); an audio target's include every audio call's (`audio.measured`). None
     when not declared (a plug-in's): a `defaults.slo` its tests may measure is then not checked before the run, only
     warned of after it."""
+    not_measured: ClassVar[dict[str, str]] = {}
+    """Metrics other targets of its kind measure and it does not, each with why (sip's `interruption_stop_ms`):
+    said where an SLO or a `metric` assertion asks for one."""
     reports_tool_calls: ClassVar[bool] = True
     """Its protocol tells tamesu of tool calls, so tool assertions can see them (`validate` warns if not)."""
     takes_options: ClassVar[frozenset[str] | None] = frozenset()

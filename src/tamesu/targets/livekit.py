@@ -38,7 +38,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -158,6 +158,8 @@ class _Heard:
 class LiveKitTarget(Target[LiveKitSpec]):
     kind = "livekit"
     metric_names = measured.RECORDED
+    not_measured: ClassVar[dict[str, str]] = {
+        measured.STOP: "the persona never talks over its agent (interrupt_probability has no effect on it)"}
     hears_dtmf = True
     audio = text_mode = dtmf = True
     Spec = LiveKitSpec

@@ -59,6 +59,8 @@ class Speech:
     pieces: list[bytes] = field(default_factory=list)
     spoke_at: float | None = None
     """Monotonic time of the agent's first sound."""
+    talked_over: bool = False
+    """The persona started talking over the reply (`talk_over`): it ends there."""
 
     @property
     def pcm(self) -> bytes:
@@ -67,13 +69,18 @@ class Speech:
 
 async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle: float, turn_timeout: float,
                  now_ms: Callable[[], float], give_up: Callable[[], Awaitable[bool]] | None = None,
-                 limit: float | None = None, paced: bool = False) -> Speech:
+                 limit: float | None = None, paced: bool = False,
+                 talk_over: Callable[[], bool] | None = None) -> Speech:
     """The agent's reply into `turn` (first sound, `ended`); raises TurnError when it said nothing within
     `turn_timeout`. `give_up`, asked once per look, ends the reply early when it says so (the call's
     `max_duration`). With `limit`, a reply that has not started within that many seconds is no reply: the
     Speech comes back with `spoke_at` None (a `wait_for` listening on for more of the agent's words, whose
     own timeout is the limit, however it compares with `turn_timeout`, which then runs from the first sound). `paced`:
-    the line plays its audio out at its own pace, and each chunk is heard as it arrives (a SIP call's)."""
+    the line plays its audio out at its own pace, and each chunk is heard as it arrives (a SIP call's). `talk_over`,
+    asked once per look after the reply started: the persona talks over it now, and the reply ends there
+    (`talked_over`); after such a barge-in, audio that is the talked-over reply going on is no part of the next reply
+    (`AudioConversation.earlier_reply`), and is placed a frame at a time, so its stop is timed to 20 ms, not to a
+    chunk's 100."""
     # numpy: this module's POLL_S is read by text-mode targets too
     from tamesu.audio.level import first_sound, is_speech
 
@@ -85,7 +92,10 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
     quiet_since: float | None = None
     while True:
         signalled = line.poll()
-        for at, pcm in line.fresh_audio():
+        for at, pcm in _framed(voice, line.fresh_audio()):
+            if talk_over is not None and _before_the_reply(voice, audio_turn, pcm, line.to_ms(at)):
+                voice.agent_audio(pcm, arrived_ms=line.to_ms(at), paced=paced)  # the talked-over reply's tail
+                continue
             loud = is_speech(pcm)
             if loud and heard.spoke_at is None and (cut := first_sound(pcm)):
                 # the line's silence is recorded, but the reply starts with the agent's first sound: in the
@@ -117,6 +127,10 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
             # the reply was complete when it fell quiet: the idle wait that tells so is not the agent's time
             turn.completed_at_ms = line.to_ms(quiet_since)
             return heard
+        if talk_over is not None and heard.spoke_at is not None and talk_over():
+            heard.talked_over = True
+            turn.completed_at_ms = now_ms()
+            return heard
         if limit is not None and heard.spoke_at is None:
             if now - started > limit:
                 return heard
@@ -135,3 +149,21 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
         await asyncio.sleep(POLL_S)
     turn.completed_at_ms = now_ms()
     return heard
+
+
+def _framed(voice: AudioConversation, chunks: list[tuple[float, bytes]]) -> list[tuple[float, bytes]]:
+    """`chunks` a 20 ms frame each, each dated at its place, while a talked-over reply's stop is timed (a stop is
+    the arrival of its last chunk with sound: a 100 ms chunk put it up to 80 ms early); else as they came."""
+    if not voice.stop_pending:
+        return chunks
+    rate = voice.receive_format.rate
+    size = rate // 50 * 2  # 20 ms of pcm16
+    return [(at + start / 2 / rate, pcm[start:start + size])
+            for at, pcm in chunks for start in range(0, len(pcm), size)]
+
+
+def _before_the_reply(voice: AudioConversation, turn: TurnAudio | None, pcm: bytes, at_ms: float) -> bool:
+    """Whether audio arriving at `at_ms` is the talked-over reply going on, not the reply to the caller's words."""
+    last = voice.last
+    return last is not None and last.interrupted_at_ms is not None and \
+        voice.earlier_reply(turn, pcm, at_ms) is not None

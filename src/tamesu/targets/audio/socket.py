@@ -59,7 +59,7 @@ COUNTS = ("messages", "clears", "marks", "dtmf_sent")
 def socket_metric_names(kind: str, counts: tuple[str, ...] = ()) -> frozenset[str]:
     """What an audio socket target of type `kind` records (its `Target.metric_names`): its counts (`COUNTS` and its
     own), the greeting's wait, a barge-in's stop, and every audio call's."""
-    return measured.RECORDED | {"greeting_ms", "interruption_stop_ms"} | {f"{kind}_{n}" for n in (*COUNTS, *counts)}
+    return measured.RECORDED | {measured.GREETING, measured.STOP} | {f"{kind}_{n}" for n in (*COUNTS, *counts)}
 
 
 class AudioSocketTarget(CallTrace, Target[SpecT]):

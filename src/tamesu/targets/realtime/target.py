@@ -81,7 +81,7 @@ _BENIGN_ERRORS = {"response_cancel_not_active"}
 @register("targets", "realtime")
 class RealtimeTarget(Target[RealtimeSpec]):
     kind = "realtime"
-    metric_names = measured.RECORDED | {"interruption_stop_ms", "realtime_events", "realtime_responses"}
+    metric_names = measured.RECORDED | {measured.STOP, "realtime_events", "realtime_responses"}
     audio = text_mode = True
     Spec = RealtimeSpec
     carries_history = True

@@ -22,8 +22,9 @@ Every turn of the call records that trace id.
 
 Metrics: `call_setup_ms` (dial or trigger to answered), `ring_ms` (ringing to answered), `greeting_ms`
 (answered to the agent's first speech), `call_duration_ms` (answered to hang-up), the audio metrics, and per
-turn `time_to_first_audio_ms`. Events: `sip_state`, `sip_registration`, `sip_dtmf`, `sip_transfer`,
-`call_ended` (`by`, `code`, `reason`), `audio`.
+turn `time_to_first_audio_ms` and, for a reply the persona talked over, `interruption_stop_ms` (`_talk_over`).
+Events: `sip_state`, `sip_registration`, `sip_dtmf`, `sip_transfer`, `call_ended` (`by`, `code`, `reason`),
+`barge_in`, `audio`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from tamesu.targets.audio.heard import take_what_was_heard, wait_until
 from tamesu.targets.audio.listen import listen
 from tamesu.targets.base import Target
 from tamesu.targets.sip._not_connected import credentials_hint, not_reached, unregistered
+from tamesu.targets.sip._talk_over import TalkOver
 from tamesu.targets.sip._trigger import run_trigger
 from tamesu.targets.sip._words import words_of
 from tamesu.targets.sip.spec import SipSpec
@@ -65,7 +67,8 @@ WORDS_OUT_TIMEOUT_S = 3.0
 @register("targets", "sip")
 class SipTarget(Target[SipSpec]):
     kind = "sip"
-    metric_names = measured.RECORDED | {"call_setup_ms", "ring_ms", "greeting_ms", "call_duration_ms"}
+    metric_names = measured.RECORDED | {"call_setup_ms", "ring_ms", measured.GREETING, "call_duration_ms",
+                                        measured.STOP}
     phone_call = hears_dtmf = True
     session_names = frozenset({"uri"})
     audio = dtmf = True
@@ -98,6 +101,7 @@ class SipTarget(Target[SipSpec]):
         self._speech_seen = False
         self._line: Line | None = None
         """The persona's noise between its utterances, while it is silent (only with `between` noise)."""
+        self._over = TalkOver()
 
     # ---- the call ----------------------------------------------------------------------------------
 
@@ -284,8 +288,11 @@ class SipTarget(Target[SipSpec]):
             await self._require_phone().dtmf(turn.dtmf)
             session.event("sip_dtmf_sent", digits=turn.dtmf)
         if said:
-            spoken = await self._require_voice().speak(said, self._first_word_closes_the_line)
+            barging, self._over.barging = self._over.barging, False
+            first = self._first_word_talks_over if barging else self._first_word_closes_the_line
+            spoken = await self._require_voice().speak(said, first, pause=not barging)
             await self._words_went_out(spoken)
+            await self._over.went_out(self._require_phone(), self.to_ms)
         else:
             self._require_voice().listen_only()
         reply.sent_at_ms = session.now_ms()
@@ -313,6 +320,11 @@ class SipTarget(Target[SipSpec]):
     async def _send_frame(self, frame: bytes) -> None:
         await self._require_phone().frame(frame)
 
+    async def _first_word_talks_over(self, frame: bytes) -> None:
+        if self._line is not None:
+            await self._close_line()
+        await self._over.frame(self._require_voice(), self._require_phone(), self._require_session(), frame)
+
     async def _first_word_closes_the_line(self, frame: bytes) -> None:
         # the noise between utterances goes on through the persona's pause, until its first frame of speech
         if self._line is not None:
@@ -338,7 +350,11 @@ class SipTarget(Target[SipSpec]):
             return True
 
         heard = await listen(self, voice, turn, idle=self.spec.idle, turn_timeout=self.spec.turn_timeout,
-                             now_ms=session.now_ms, give_up=over_time, limit=limit, paced=True)
+                             now_ms=session.now_ms, give_up=over_time, limit=limit, paced=True,
+                             talk_over=lambda: self._over.due(voice, session))
+        self._over.barging = heard.talked_over
+        if not heard.talked_over:
+            self._over.close(voice)  # the reply talked over before this one has stopped by now
         if limit is not None and heard.spoke_at is None and not turn.ended:
             return None
         if (first and heard.spoke_at is not None and self._answered is not None
@@ -347,12 +363,15 @@ class SipTarget(Target[SipSpec]):
         # a `wait_for` (listening on for `limit`, or a first one for the greeting): transcribed in its time
         until = wait_until(session.greeting_wait_s if first else limit, started, self.spec.turn_timeout)
         words = await words_of(voice, session, turn, heard.pcm, self.to_ms(heard.spoke_at or time.monotonic()),
-                               until, self.spec.turn_timeout, self._after_call)
+                               until, self.spec.turn_timeout, self._after_call, talked_over=heard.talked_over)
         turn.text = words or ""
         turn.raw = [{"speech_ms": round(len(heard.pcm) / 16, 1), "heard": turn.text}]
         if audio_turn is not None or voice.current is not None:
             record, measures = voice.end_turn(heard=None if words is None else turn.text)
             turn.audio, turn.measures = record, measures
+        if heard.talked_over:
+            self._over.close(voice)  # one talked over before this one: it stopped before this reply began
+            self._over.interrupted = turn
         if self._ended_by is not None:
             turn.ended = True
         return turn
