@@ -664,6 +664,18 @@ async def test_a_skill_only_the_extended_card_has_names_why_that_card_was_not_re
         "; the extended card, which may, could not be read: the agent answered HTTP 401" in message, message
 
 
+async def test_a_skill_only_the_extended_card_has_says_credentials_would_read_it(agents: A2AAgents,
+                                                                                  tmp_path: Path) -> None:
+    # before: "does not offer the skill 'refunds': it has ...", as if no card had it, while the card offered
+    # the extended card tamesu reads only when the target sends credentials
+    with pytest.raises(InfraError) as caught:
+        async with opened({"url": f"{agents.urls['secure']}/a2a", "skill": "refunds"}, make_session(tmp_path)):
+            pass
+    message = str(caught.value)
+    assert "does not offer the skill 'refunds'" in message and "; the card offers an authenticated extended " \
+        "card, which may: tamesu reads it when the target's headers send credentials" in message, message
+
+
 @pytest.mark.parametrize("port, rpc, version", [("grpc_url", "GetExtendedAgentCard", "1.0"),
                                                ("grpc03_url", "GetAgentCard", "0.3")])
 async def test_grpc_url_reads_the_card_over_grpc(agents: A2AAgents, tmp_path: Path, port: str, rpc: str,

@@ -171,7 +171,8 @@ class A2ATarget(Target[A2ASpec]):
         self._card = card
         skill = checked_skill(self.spec.skill, card, search, self._what,
                               self._require_session().redactor.text("; ".join(search.tried) or self._url),
-                              session.redactor.text(unread) if unread else None)
+                              session.redactor.text(unread) if unread else None,
+                              unasked=card is not None and card.capabilities.extended_agent_card and not credentials)
         self._streaming = spec.stream and (card is None or card.capabilities.streaming)
         if spec.stream and not self._streaming:
             session.event("no_streaming", reason="the agent card says the agent does not stream")

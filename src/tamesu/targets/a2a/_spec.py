@@ -47,8 +47,9 @@ class A2ASpec(TargetSpec):
     """Receive the task's updates as push notifications: `true`, or where the listener binds and the URL the agent
     posts to."""
     skill: str | None = Field(None, min_length=1)
-    """The agent card's skill the tests exercise (id or name): a card without it is an error (exit 3); `tamesu
-    coverage` counts it."""
+    """The agent card's skill the tests exercise (id or name): a card without it is an error (exit 3) naming the
+    skills it has, and saying so when the card offers an authenticated extended card that `headers` without
+    credentials leave unread; `tamesu coverage` counts it."""
     metadata: dict[str, object] = Field(default_factory=dict)
     """Metadata sent with every message (templates allowed)."""
     rate_limit_retries: int = Field(3, ge=0, le=10)
