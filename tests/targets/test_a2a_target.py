@@ -109,6 +109,25 @@ def test_spec_rejects_what_cannot_work() -> None:
     assert spec.turn_timeout == 60.0
 
 
+def test_a_push_url_without_addr_is_refused_where_written(tmp_path: Path, tamesu: Any) -> None:
+    # before: accepted; the listener took a free port the url (a tunnel's) could not lead to, so every
+    # notification went nowhere and the run passed, each turn 5 s slower through the fallback tasks/get
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  shop:
+    type: a2a
+    url: http://127.0.0.1:9/a2a
+    push: { url: "https://tunnel.example.com/push" }
+tests:
+  - { name: hello, target: shop, scenario: { script: [ { say: hi } ] } }
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "suite.yaml:5:11: targets.shop.push: url needs addr: the port the url leads to" in result.stderr, \
+        result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
 # -- the matrix: every binding, both versions, send, stream and push ---------------------------------------
 
 

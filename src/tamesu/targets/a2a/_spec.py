@@ -22,7 +22,8 @@ class PushSpec(Strict):
     addr: HostPort | None = None
     """host:port to bind; default 127.0.0.1 on a free port."""
     url: str | None = None
-    """The URL the agent posts notifications to; default the listener's own http://host:port/a2a/push."""
+    """The URL the agent posts notifications to; default the listener's own http://host:port/a2a/push. Needs
+    `addr`: the url leads to a fixed port, not to the free one the listener takes without it."""
 
     @field_validator("url")
     @classmethod
@@ -30,6 +31,15 @@ class PushSpec(Strict):
         if value is not None and not value.startswith(("{{", "http://", "https://")):
             raise ValueError("url must start with http:// or https://")
         return value
+
+    @model_validator(mode="after")
+    def _url_needs_addr(self) -> PushSpec:
+        # a tunnel or proxy leads to a fixed local port: beside a free one, every notification went nowhere and
+        # the run passed, each turn only slower through the fallback tasks/get
+        if self.url is not None and self.addr is None:
+            raise ValueError("url needs addr: the port the url leads to, where the listener binds (without "
+                             "addr it takes a free port, which the url cannot know)")
+        return self
 
 
 class A2ASpec(TargetSpec):
