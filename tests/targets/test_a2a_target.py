@@ -30,7 +30,7 @@ from tamesu.targets.a2a import A2ASpec, A2ATarget
 from tamesu.targets.a2a._normalize import merged, push_body
 from tamesu.targets.a2a._push import TOKEN_HEADER, PushListener
 from tamesu.targets.a2a._read import TurnReader
-from tamesu.targets.a2a._transport import choose, grpc_target
+from tamesu.targets.a2a._transport import PREFERRED_HERE, choose, grpc_target
 
 if TYPE_CHECKING:
     from agents.a2a_agents import A2AAgents
@@ -810,6 +810,38 @@ def test_transport_choice() -> None:
     assert choose(legacy, "http://b/a2a", "http").shown_version == "0.3"
     assert choose(None, "grpcs://b:443", None).binding == "GRPC"
     assert choose(None, "http://b/a2a", "http").binding == "HTTP+JSON"
+
+
+def test_a_card_that_names_this_machine_otherwise_is_about_the_url() -> None:
+    # before: url http://localhost:9/rest (a card listing http://127.0.0.1:9/rest) was "the card does not list
+    # this url": JSON-RPC was spoken at the HTTP+JSON base, and the agent's 404 or 307 blamed the url
+    card = _card(("http://127.0.0.1:9/rpc", "JSONRPC", "1.0"), ("http://0.0.0.0:9/rest", "HTTP+JSON", "1.0"),
+                 ("127.0.0.1:50051", "GRPC", "1.0"))
+    for url, binding, reached in [("http://localhost:9/rest", "HTTP+JSON", "http://localhost:9/rest"),
+                                  ("http://127.0.0.1:9/rest/", "HTTP+JSON", "http://127.0.0.1:9/rest"),
+                                  ("http://[::1]:9/rpc", "JSONRPC", "http://[::1]:9/rpc"),
+                                  ("grpc://localhost:50051", "GRPC", "grpc://localhost:50051")]:
+        chosen = choose(card, url, None)
+        assert (chosen.binding, chosen.url, chosen.reason) == (binding, reached, PREFERRED_HERE), url
+        assert chosen.at(url), url
+    chosen = choose(card, "http://localhost:9/rpc", "http")  # transport: still where the card says
+    assert (chosen.binding, chosen.url) == ("HTTP+JSON", "http://0.0.0.0:9/rest")
+    chosen = choose(card, "http://localhost:10/rest", None)  # another port is another place
+    assert (chosen.binding, chosen.url) == ("JSONRPC", "http://localhost:10/rest")
+    remote = _card(("http://agents.example.com/rest", "HTTP+JSON", "1.0"))
+    assert choose(remote, "https://agents.example.com/rest", None).binding == "JSONRPC"  # another scheme
+    assert choose(remote, "http://agents.example.com:80/rest/", None).url == "http://agents.example.com:80/rest"
+
+
+async def test_a_localhost_url_at_a_card_that_says_127_0_0_1_speaks_the_cards_binding(agents: A2AAgents,
+                                                                                      tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    rest = f"{agents.urls['v10']}/rest".replace("127.0.0.1", "localhost")
+    async with opened({"url": rest}, session) as target:
+        turn = await target.send(UserTurn(text="hello"))
+    transport = events(session, "transport")[0]
+    assert (transport["binding"], transport["url"], transport["reason"]) == ("http", rest, PREFERRED_HERE)
+    assert turn.response["status"]["state"] == "completed"
 
 
 def test_grpc_addresses() -> None:
