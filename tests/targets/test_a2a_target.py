@@ -540,6 +540,27 @@ async def test_a_refusal_at_the_url_the_card_gave_names_that_url(tmp_path: Path,
     assert f"at {base}/moved, the JSONRPC interface the agent card gives for url {base}" in said
 
 
+async def test_a_url_the_card_gave_that_cannot_be_reached_is_said_to_be_the_cards(tmp_path: Path,
+                                                                                    serve: Any) -> None:
+    # before: "cannot reach http://127.0.0.1:PORT/a2a after 1 attempt", a URL the user never wrote, with no word
+    # that the card named it (a card written in a container names a host only its own network knows)
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    elsewhere = f"http://127.0.0.1:{refused_port()}/a2a"
+    card = {"name": "Boxed", "version": "1", "description": "d", "capabilities": {}, "skills": [],
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+            "supportedInterfaces": [{"url": elsewhere, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", lambda _: JSONResponse(card))])).url
+    spec = {"url": base, "connect": {"attempts": 1}}
+    async with opened(spec, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError) as unreachable:
+            await target.send(UserTurn(text="hello"))
+    assert f"cannot reach {elsewhere}, the JSONRPC interface the agent card gives for url {base}, after 1 " \
+        "attempt: " in str(unreachable.value), str(unreachable.value)
+
+
 async def test_a_refusal_of_the_binding_the_card_named_says_so(tmp_path: Path, serve: Any) -> None:
     # before: "HTTP 404 (Not Found): does url name the agent's endpoint?" of the right endpoint: the card named
     # HTTP+JSON there, tamesu spoke it, and the JSON-RPC server had no /message:send

@@ -73,7 +73,7 @@ from tamesu.plugins import register
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import security_schemes, sends_credentials, summary
 from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_card, find_card, note_grpc_extended
-from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, failure
+from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, card_named, failure
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._spec import A2ASpec, PushSpec, check_rendered_url
@@ -165,6 +165,8 @@ class A2ATarget(Target[A2ASpec]):
         except NoSpokenInterface as exc:
             raise InfraError(f"{self._what}: {exc}") from None
         self._choice = choice
+        if named := card_named(choice, self._url, session.redactor.text):
+            self._wire.card_named[choice.url] = named
         unread = None
         if card is not None and card.capabilities.extended_agent_card and credentials and not search.authenticated:
             card, unread = await extended_card(self._wire, session, card, choice, spec.turn_timeout)
