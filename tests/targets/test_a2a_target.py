@@ -128,6 +128,25 @@ tests:
     assert "Traceback" not in result.stdout + result.stderr
 
 
+def test_runs_whose_push_listener_has_a_fixed_port_never_run_at_once(agents: A2AAgents, tmp_path: Path,
+                                                                     tamesu: Any) -> None:
+    # before: under --parallel (or --repeat with it) the second run could not bind push.addr, which the first
+    # held: "cannot listen for push notifications on 127.0.0.1:PORT: Address already in use", exit 3
+    with socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))
+        port = spare.getsockname()[1]
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: a2a, url: '{agents.urls["v10"]}/a2a', push: {{ addr: '127.0.0.1:{port}' }} }}
+tests:
+  - {{ name: one, target: shop, scenario: {{ script: [ {{ say: hello }}, {{ say: again }} ] }} }}
+  - {{ name: two, target: shop, scenario: {{ script: [ {{ say: hello }}, {{ say: again }} ] }} }}
+""")
+    result = tamesu(["run", "suite.yaml", "--parallel", "2", "--repeat", "2", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed, 0 failed" in result.stdout, result.stdout
+
+
 # -- the matrix: every binding, both versions, send, stream and push ---------------------------------------
 
 

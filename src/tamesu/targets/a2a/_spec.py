@@ -20,7 +20,8 @@ class PushSpec(Strict):
     """Where the push listener binds, and the URL the agent is told to post to (a tunnel, a proxy)."""
 
     addr: HostPort | None = None
-    """host:port to bind; default 127.0.0.1 on a free port."""
+    """host:port to bind; default 127.0.0.1 on a free port. Runs whose listener binds a fixed port are made one at
+    a time under --parallel, as those of remote agents on a fixed `addr`."""
     url: str | None = None
     """The URL the agent posts notifications to; default the listener's own http://host:port/a2a/push. Needs
     `addr`: the url leads to a fixed port, not to the free one the listener takes without it."""
@@ -88,6 +89,12 @@ class A2ASpec(TargetSpec):
         if self.stream and self.push_spec is not None:
             raise ValueError("stream and push are two ways to follow a task: keep one")
         return self
+
+    def fixed_addrs(self) -> frozenset[str]:
+        push = self.push_spec
+        if push is None or push.addr is None or push.addr.rpartition(":")[2] == "0":
+            return frozenset()
+        return frozenset({push.addr})
 
     @property
     def push_spec(self) -> PushSpec | None:
