@@ -257,6 +257,39 @@ async def test_turn_text_from_messages_history_and_files(agents: A2AAgents, tmp_
     assert file_part["file"]["mimeType"] == "text/plain"
 
 
+async def test_whole_numbers_in_the_agents_data_read_as_the_agent_wrote_them(tmp_path: Path, serve: Any) -> None:
+    # before: `{"count": 3}` from an agent read back `{"count": 3.0}` (a2a-sdk parses a data part into a protobuf
+    # Value, whose numbers are doubles): judges, golden files and `{{captured.x}}` ("3.0 items") saw the .0
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    data = {"count": 3, "price": 2.5, "ids": [1, 22], "big": 2 ** 60}
+
+    async def card(request: Request) -> JSONResponse:
+        url = f"{str(request.base_url).rstrip('/')}/rpc"
+        return JSONResponse({"name": "Counter", "version": "1", "description": "d", "capabilities": {},
+                             "skills": [], "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                             "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC",
+                                                      "protocolVersion": "1.0"}]})
+
+    async def rpc(request: Request) -> JSONResponse:
+        payload = await request.json()
+        return JSONResponse({"jsonrpc": "2.0", "id": payload["id"], "result": {"message": {
+            "messageId": "m1", "role": "ROLE_AGENT", "metadata": {"attempt": 1},
+            "parts": [{"text": "counted"}, {"data": data}]}}})
+
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", card),
+                                   Route("/rpc", rpc, methods=["POST"])])).url
+    async with opened({"url": f"{base}/rpc"}, make_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="count"))
+    assert turn.text == 'counted\n{"big": 1.152921504606847e+18, "count": 3, "ids": [1, 22], "price": 2.5}'
+    assert turn.response["parts"][1]["data"]["count"] == 3 and type(turn.response["parts"][1]["data"]["count"]) is int
+    assert turn.response["metadata"] == {"attempt": 1}
+    assert type(turn.response["metadata"]["attempt"]) is int
+
+
 @pytest.mark.parametrize("word, state", [("fail", "failed"), ("reject", "rejected")])
 async def test_a_task_that_ends_badly_ends_the_conversation(agents: A2AAgents, tmp_path: Path, word: str,
                                                             state: str) -> None:
