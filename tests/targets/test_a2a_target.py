@@ -200,7 +200,7 @@ async def test_matrix_same_assertions_everywhere(agents: A2AAgents, tmp_path: Pa
         assert asked.first_token_at_ms is None
     if mode == "push":
         assert metrics["a2a_pushes"] >= 3
-        assert events(session, "push_received")
+        assert events(session, "push_received") and not events(session, "push_missed")
     for turn in (asked, answered, echoed):
         assert 0 < turn.sent_at_ms <= turn.completed_at_ms
         json.dumps(turn.raw)  # result.json keeps it as it is
@@ -364,6 +364,10 @@ async def test_a_push_that_never_comes_is_found_by_the_fallback_poll(agents: A2A
     assert metrics["a2a_pushes"] == 0 and not events(session, "push_received")
     assert time.monotonic() - started >= 0.9  # it waited for the fallback, not for a push
     assert events(session, "transport")[0]["push_url"] == f"http://127.0.0.1:{port}/a2a/push"
+    # said (before: nothing but a slower turn told an agent whose notifications never came)
+    missed = events(session, "push_missed")
+    assert missed and missed[-1]["state"] == "completed" and missed[-1]["task_id"] == turn.response["id"], missed
+    assert f"no notification of it reached http://127.0.0.1:{port}/a2a/push within 1s" in missed[-1]["reason"]
 
 
 async def test_push_listener_checks_the_token(tmp_path: Path) -> None:
