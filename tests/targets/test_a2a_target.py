@@ -128,6 +128,27 @@ tests:
     assert "Traceback" not in result.stdout + result.stderr
 
 
+def test_a_counterpart_binding_the_targets_fixed_push_port_is_refused_where_written(tmp_path: Path,
+                                                                                   tamesu: Any) -> None:
+    # before: valid, and every run exit 3: "cannot listen for push notifications on 127.0.0.1:PORT: Address
+    # already in use", the second of the two listeners a run opens
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  buyer: { type: a2a, url: "http://127.0.0.1:9/a2a", push: { addr: "127.0.0.1:18951" } }
+  seller: { type: a2a, url: "http://127.0.0.1:9/a2a", push: { addr: "127.0.0.1:18951" } }
+  other: { type: a2a, url: "http://127.0.0.1:9/a2a", push: { addr: "127.0.0.1:18952" } }
+tests:
+  - { name: clash, target: buyer, counterpart: { target: seller, opening: hi }, scenario: { max_turns: 2 } }
+  - { name: fine, target: buyer, counterpart: { target: other, opening: hi }, scenario: { max_turns: 2 } }
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "suite.yaml:6:58: tests[0].counterpart.target: the counterpart seller binds 127.0.0.1:18951 as the test's "
+        "target buyer does: both listen for the whole run, so give one of them another port (or none: a free one)",
+        "1 problem found"], result.stderr
+
+
 def test_runs_whose_push_listener_has_a_fixed_port_never_run_at_once(agents: A2AAgents, tmp_path: Path,
                                                                      tamesu: Any) -> None:
     # before: under --parallel (or --repeat with it) the second run could not bind push.addr, which the first
