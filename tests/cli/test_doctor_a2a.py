@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ports import refused_port
 from sdk_groups import IN_PROCESS_A2A_SERVER
 from targets.test_a2a_target import agents
 
@@ -67,4 +68,37 @@ tests: [ {{ name: t, target: by_card, scenario: {{ script: [ {{ say: hi }} ] }} 
             f"{v10}/.well-known/agent-card.json; a run speaks GRPC 1.0") in said, said
     assert f"FAIL  target no_such_skill (a2a) at {v10}/a2a: " in said, said
     assert "no-such-skill" in said.split("target no_such_skill", 1)[1].splitlines()[0], said
+    assert result.returncode == 3, said + result.stderr
+
+
+def test_doctor_tries_the_http_interface_a_card_names_at_another_place(
+        agents: A2AAgents, tmp_path: Path, tamesu: Any, serve: Any) -> None:
+    # before: "ok ... a run speaks JSONRPC 1.0 at http://127.0.0.1:PORT/a2a (not called ...)" of a place the card
+    # named (a container's hostname, a stale port) that no run could reach: only a gRPC interface was tried
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    def card_naming(url: str) -> Starlette:
+        card = {"name": "Boxed", "version": "1", "description": "d", "capabilities": {}, "skills": [],
+                "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}
+        return Starlette(routes=[Route("/.well-known/agent-card.json", lambda _: JSONResponse(card))])
+
+    gone = f"http://127.0.0.1:{refused_port()}/a2a"
+    stale, moved = serve(card_naming(gone)).url, serve(card_naming(f"{agents.urls['v10']}/a2a")).url
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  stale: {{ type: a2a, url: '{stale}' }}
+  moved: {{ type: a2a, url: '{moved}' }}
+tests: [ {{ name: t, target: stale, scenario: {{ script: [ {{ say: hi }} ] }} }} ]
+""")
+    result = tamesu(["doctor", "suite.yaml"], cwd=tmp_path)
+    said = result.stdout
+    assert (f"FAIL  target stale (a2a) at {stale}: agent card Boxed read at {stale}/.well-known/agent-card.json; a "
+            f"run speaks JSONRPC 1.0 at {gone}, the interface the agent card gives, which cannot be reached: "
+            "Connection refused") in said, said
+    assert (f"ok    target moved (a2a) at {moved}: agent card Boxed read at {moved}/.well-known/agent-card.json; a "
+            f"run speaks JSONRPC 1.0 at {agents.urls['v10']}/a2a (not called: doctor sends the agent no message)") \
+        in said, said
     assert result.returncode == 3, said + result.stderr

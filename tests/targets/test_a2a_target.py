@@ -30,7 +30,7 @@ from tamesu.targets.a2a import A2ASpec, A2ATarget
 from tamesu.targets.a2a._normalize import merged, push_body
 from tamesu.targets.a2a._push import TOKEN_HEADER, PushListener
 from tamesu.targets.a2a._read import TurnReader
-from tamesu.targets.a2a._transport import choose, grpc_target
+from tamesu.targets.a2a._transport import PREFERRED_HERE, choose, grpc_target
 
 if TYPE_CHECKING:
     from agents.a2a_agents import A2AAgents
@@ -109,6 +109,65 @@ def test_spec_rejects_what_cannot_work() -> None:
     assert spec.turn_timeout == 60.0
 
 
+def test_a_push_url_without_addr_is_refused_where_written(tmp_path: Path, tamesu: Any) -> None:
+    # before: accepted; the listener took a free port the url (a tunnel's) could not lead to, so every
+    # notification went nowhere and the run passed, each turn 5 s slower through the fallback tasks/get
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  shop:
+    type: a2a
+    url: http://127.0.0.1:9/a2a
+    push: { url: "https://tunnel.example.com/push" }
+tests:
+  - { name: hello, target: shop, scenario: { script: [ { say: hi } ] } }
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "suite.yaml:5:11: targets.shop.push: url needs addr: the port the url leads to" in result.stderr, \
+        result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_a_counterpart_binding_the_targets_fixed_push_port_is_refused_where_written(tmp_path: Path,
+                                                                                   tamesu: Any) -> None:
+    # before: valid, and every run exit 3: "cannot listen for push notifications on 127.0.0.1:PORT: Address
+    # already in use", the second of the two listeners a run opens
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  buyer: { type: a2a, url: "http://127.0.0.1:9/a2a", push: { addr: "127.0.0.1:18951" } }
+  seller: { type: a2a, url: "http://127.0.0.1:9/a2a", push: { addr: "127.0.0.1:18951" } }
+  other: { type: a2a, url: "http://127.0.0.1:9/a2a", push: { addr: "127.0.0.1:18952" } }
+tests:
+  - { name: clash, target: buyer, counterpart: { target: seller, opening: hi }, scenario: { max_turns: 2 } }
+  - { name: fine, target: buyer, counterpart: { target: other, opening: hi }, scenario: { max_turns: 2 } }
+""")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "suite.yaml:6:58: tests[0].counterpart.target: the counterpart seller binds 127.0.0.1:18951 as the test's "
+        "target buyer does: both listen for the whole run, so give one of them another port (or none: a free one)",
+        "1 problem found"], result.stderr
+
+
+def test_runs_whose_push_listener_has_a_fixed_port_never_run_at_once(agents: A2AAgents, tmp_path: Path,
+                                                                     tamesu: Any) -> None:
+    # before: under --parallel (or --repeat with it) the second run could not bind push.addr, which the first
+    # held: "cannot listen for push notifications on 127.0.0.1:PORT: Address already in use", exit 3
+    with socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))
+        port = spare.getsockname()[1]
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  shop: {{ type: a2a, url: '{agents.urls["v10"]}/a2a', push: {{ addr: '127.0.0.1:{port}' }} }}
+tests:
+  - {{ name: one, target: shop, scenario: {{ script: [ {{ say: hello }}, {{ say: again }} ] }} }}
+  - {{ name: two, target: shop, scenario: {{ script: [ {{ say: hello }}, {{ say: again }} ] }} }}
+""")
+    result = tamesu(["run", "suite.yaml", "--parallel", "2", "--repeat", "2", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed, 0 failed" in result.stdout, result.stdout
+
+
 # -- the matrix: every binding, both versions, send, stream and push ---------------------------------------
 
 
@@ -162,7 +221,7 @@ async def test_matrix_same_assertions_everywhere(agents: A2AAgents, tmp_path: Pa
         assert asked.first_token_at_ms is None
     if mode == "push":
         assert metrics["a2a_pushes"] >= 3
-        assert events(session, "push_received")
+        assert events(session, "push_received") and not events(session, "push_missed")
     for turn in (asked, answered, echoed):
         assert 0 < turn.sent_at_ms <= turn.completed_at_ms
         json.dumps(turn.raw)  # result.json keeps it as it is
@@ -217,6 +276,39 @@ async def test_turn_text_from_messages_history_and_files(agents: A2AAgents, tmp_
     file_part = receipt.response["artifacts"][0]["parts"][0]
     assert file_part["kind"] == "file" and file_part["file"]["name"] == "receipt.txt"
     assert file_part["file"]["mimeType"] == "text/plain"
+
+
+async def test_whole_numbers_in_the_agents_data_read_as_the_agent_wrote_them(tmp_path: Path, serve: Any) -> None:
+    # before: `{"count": 3}` from an agent read back `{"count": 3.0}` (a2a-sdk parses a data part into a protobuf
+    # Value, whose numbers are doubles): judges, golden files and `{{captured.x}}` ("3.0 items") saw the .0
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    data = {"count": 3, "price": 2.5, "ids": [1, 22], "big": 2 ** 60}
+
+    async def card(request: Request) -> JSONResponse:
+        url = f"{str(request.base_url).rstrip('/')}/rpc"
+        return JSONResponse({"name": "Counter", "version": "1", "description": "d", "capabilities": {},
+                             "skills": [], "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+                             "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC",
+                                                      "protocolVersion": "1.0"}]})
+
+    async def rpc(request: Request) -> JSONResponse:
+        payload = await request.json()
+        return JSONResponse({"jsonrpc": "2.0", "id": payload["id"], "result": {"message": {
+            "messageId": "m1", "role": "ROLE_AGENT", "metadata": {"attempt": 1},
+            "parts": [{"text": "counted"}, {"data": data}]}}})
+
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", card),
+                                   Route("/rpc", rpc, methods=["POST"])])).url
+    async with opened({"url": f"{base}/rpc"}, make_session(tmp_path)) as target:
+        turn = await target.send(UserTurn(text="count"))
+    assert turn.text == 'counted\n{"big": 1.152921504606847e+18, "count": 3, "ids": [1, 22], "price": 2.5}'
+    assert turn.response["parts"][1]["data"]["count"] == 3 and type(turn.response["parts"][1]["data"]["count"]) is int
+    assert turn.response["metadata"] == {"attempt": 1}
+    assert type(turn.response["metadata"]["attempt"]) is int
 
 
 @pytest.mark.parametrize("word, state", [("fail", "failed"), ("reject", "rejected")])
@@ -293,6 +385,10 @@ async def test_a_push_that_never_comes_is_found_by_the_fallback_poll(agents: A2A
     assert metrics["a2a_pushes"] == 0 and not events(session, "push_received")
     assert time.monotonic() - started >= 0.9  # it waited for the fallback, not for a push
     assert events(session, "transport")[0]["push_url"] == f"http://127.0.0.1:{port}/a2a/push"
+    # said (before: nothing but a slower turn told an agent whose notifications never came)
+    missed = events(session, "push_missed")
+    assert missed and missed[-1]["state"] == "completed" and missed[-1]["task_id"] == turn.response["id"], missed
+    assert f"no notification of it reached http://127.0.0.1:{port}/a2a/push within 1s" in missed[-1]["reason"]
 
 
 async def test_push_listener_checks_the_token(tmp_path: Path) -> None:
@@ -521,6 +617,27 @@ async def test_a_refusal_at_the_url_the_card_gave_names_that_url(tmp_path: Path,
     assert f"at {base}/moved, the JSONRPC interface the agent card gives for url {base}" in said
 
 
+async def test_a_url_the_card_gave_that_cannot_be_reached_is_said_to_be_the_cards(tmp_path: Path,
+                                                                                    serve: Any) -> None:
+    # before: "cannot reach http://127.0.0.1:PORT/a2a after 1 attempt", a URL the user never wrote, with no word
+    # that the card named it (a card written in a container names a host only its own network knows)
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    elsewhere = f"http://127.0.0.1:{refused_port()}/a2a"
+    card = {"name": "Boxed", "version": "1", "description": "d", "capabilities": {}, "skills": [],
+            "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+            "supportedInterfaces": [{"url": elsewhere, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]}
+    base = serve(Starlette(routes=[Route("/.well-known/agent-card.json", lambda _: JSONResponse(card))])).url
+    spec = {"url": base, "connect": {"attempts": 1}}
+    async with opened(spec, make_session(tmp_path)) as target:
+        with pytest.raises(InfraError) as unreachable:
+            await target.send(UserTurn(text="hello"))
+    assert f"cannot reach {elsewhere}, the JSONRPC interface the agent card gives for url {base}, after 1 " \
+        "attempt: " in str(unreachable.value), str(unreachable.value)
+
+
 async def test_a_refusal_of_the_binding_the_card_named_says_so(tmp_path: Path, serve: Any) -> None:
     # before: "HTTP 404 (Not Found): does url name the agent's endpoint?" of the right endpoint: the card named
     # HTTP+JSON there, tamesu spoke it, and the JSON-RPC server had no /message:send
@@ -664,6 +781,18 @@ async def test_a_skill_only_the_extended_card_has_names_why_that_card_was_not_re
         "; the extended card, which may, could not be read: the agent answered HTTP 401" in message, message
 
 
+async def test_a_skill_only_the_extended_card_has_says_credentials_would_read_it(agents: A2AAgents,
+                                                                                  tmp_path: Path) -> None:
+    # before: "does not offer the skill 'refunds': it has ...", as if no card had it, while the card offered
+    # the extended card tamesu reads only when the target sends credentials
+    with pytest.raises(InfraError) as caught:
+        async with opened({"url": f"{agents.urls['secure']}/a2a", "skill": "refunds"}, make_session(tmp_path)):
+            pass
+    message = str(caught.value)
+    assert "does not offer the skill 'refunds'" in message and "; the card offers an authenticated extended " \
+        "card, which may: tamesu reads it when the target's headers send credentials" in message, message
+
+
 @pytest.mark.parametrize("port, rpc, version", [("grpc_url", "GetExtendedAgentCard", "1.0"),
                                                ("grpc03_url", "GetAgentCard", "0.3")])
 async def test_grpc_url_reads_the_card_over_grpc(agents: A2AAgents, tmp_path: Path, port: str, rpc: str,
@@ -779,6 +908,38 @@ def test_transport_choice() -> None:
     assert choose(legacy, "http://b/a2a", "http").shown_version == "0.3"
     assert choose(None, "grpcs://b:443", None).binding == "GRPC"
     assert choose(None, "http://b/a2a", "http").binding == "HTTP+JSON"
+
+
+def test_a_card_that_names_this_machine_otherwise_is_about_the_url() -> None:
+    # before: url http://localhost:9/rest (a card listing http://127.0.0.1:9/rest) was "the card does not list
+    # this url": JSON-RPC was spoken at the HTTP+JSON base, and the agent's 404 or 307 blamed the url
+    card = _card(("http://127.0.0.1:9/rpc", "JSONRPC", "1.0"), ("http://0.0.0.0:9/rest", "HTTP+JSON", "1.0"),
+                 ("127.0.0.1:50051", "GRPC", "1.0"))
+    for url, binding, reached in [("http://localhost:9/rest", "HTTP+JSON", "http://localhost:9/rest"),
+                                  ("http://127.0.0.1:9/rest/", "HTTP+JSON", "http://127.0.0.1:9/rest"),
+                                  ("http://[::1]:9/rpc", "JSONRPC", "http://[::1]:9/rpc"),
+                                  ("grpc://localhost:50051", "GRPC", "grpc://localhost:50051")]:
+        chosen = choose(card, url, None)
+        assert (chosen.binding, chosen.url, chosen.reason) == (binding, reached, PREFERRED_HERE), url
+        assert chosen.at(url), url
+    chosen = choose(card, "http://localhost:9/rpc", "http")  # transport: still where the card says
+    assert (chosen.binding, chosen.url) == ("HTTP+JSON", "http://0.0.0.0:9/rest")
+    chosen = choose(card, "http://localhost:10/rest", None)  # another port is another place
+    assert (chosen.binding, chosen.url) == ("JSONRPC", "http://localhost:10/rest")
+    remote = _card(("http://agents.example.com/rest", "HTTP+JSON", "1.0"))
+    assert choose(remote, "https://agents.example.com/rest", None).binding == "JSONRPC"  # another scheme
+    assert choose(remote, "http://agents.example.com:80/rest/", None).url == "http://agents.example.com:80/rest"
+
+
+async def test_a_localhost_url_at_a_card_that_says_127_0_0_1_speaks_the_cards_binding(agents: A2AAgents,
+                                                                                      tmp_path: Path) -> None:
+    session = make_session(tmp_path)
+    rest = f"{agents.urls['v10']}/rest".replace("127.0.0.1", "localhost")
+    async with opened({"url": rest}, session) as target:
+        turn = await target.send(UserTurn(text="hello"))
+    transport = events(session, "transport")[0]
+    assert (transport["binding"], transport["url"], transport["reason"]) == ("http", rest, PREFERRED_HERE)
+    assert turn.response["status"]["state"] == "completed"
 
 
 def test_grpc_addresses() -> None:

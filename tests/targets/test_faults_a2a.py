@@ -416,7 +416,8 @@ async def test_tls_verify_false_reaches_the_grpcs_interface_an_https_card_names(
                     assert (await target.send(UserTurn(text="ping"))).text == "pong"
                 # an agent the relay cannot reach is said as such, not as the relay's socket closing
                 await server.stop(None)
-                with pytest.raises(InfraError, match=rf"cannot reach grpcs://127.0.0.1:{port} after 1 attempt: TLS "
+                with pytest.raises(InfraError, match=rf"cannot reach grpcs://127.0.0.1:{port}, the GRPC interface the "
+                                                     rf"agent card gives for url {origin}, after 1 attempt: TLS "
                                                      rf"\(certificate not checked\) to 127.0.0.1:{port}: .*refused"):
                     async with opened(spec, make_session(tmp_path)) as target:
                         await target.send(UserTurn(text="ping"))

@@ -85,7 +85,8 @@ class Runner:
         self.results: list[TestResult] = []
         self._slots = asyncio.Semaphore(max(1, options.parallel))
         self._pinned = asyncio.Lock()
-        """Held by a run whose suite has remote agents on a fixed `addr`: two such runs would fight for the port."""
+        """Held by a run whose suite has remote agents on a fixed `addr`, or whose target (or counterpart) binds one
+        (an a2a target's `push.addr`): two such runs would fight for the port."""
         self._in_turn = asyncio.Lock()
         """At --parallel 1, held by a test from its first run until it is recorded: the slot alone let the next
         test start (its RUN line) before the last one's verdict was printed."""
@@ -339,7 +340,7 @@ class Runner:
         self, test: PlannedTest, number: int, total: int, test_dir: Path, directory: RunDirectory,
         models: ModelRegistry | None, traces: SuiteTraces | None = None,
     ) -> RunOutcome | None:
-        pins_addr = any(agent.addr for agent in test.suite.spec.remote_agents.values())
+        pins_addr = any(agent.addr for agent in test.suite.spec.remote_agents.values()) or _binds_fixed_addr(test)
         async with self._slots, (self._pinned if pins_addr else contextlib.nullcontext()):
             if self.halts.stopped(test) or self.stopping.signum is not None:
                 return None
@@ -471,3 +472,7 @@ def _write_records(directory: RunDirectory, run_dir: Path, outcome: RunOutcome) 
 class RunFolderError(InfraError):
     """The run folder cannot be created or written before any test runs."""
 
+
+def _binds_fixed_addr(test: PlannedTest) -> bool:
+    names = [test.spec.target] + ([test.spec.counterpart.target] if test.spec.counterpart else [])
+    return any(test.suite.targets[name].fixed_addrs() for name in names if name in test.suite.targets)

@@ -129,6 +129,12 @@ def _check_counterpart(
         problems.append(doc.problem(where, no_target(counterpart.target, list(suite.spec.targets))))
     elif (why := _cannot_talk(suite, counterpart.target, doc, where)) is not None:
         problems.append(doc.problem(where, why))
+    elif spec.target in suite.targets and (shared := suite.targets[spec.target].fixed_addrs()
+                                           & suite.targets[counterpart.target].fixed_addrs()):
+        # both open for the whole run: the second listener could never bind the address the first holds
+        problems.append(doc.problem(where, f"the counterpart {counterpart.target} binds {', '.join(sorted(shared))} "
+                                           f"as the test's target {spec.target} does: both listen for the whole run, "
+                                           "so give one of them another port (or none: a free one)"))
     if counterpart.opening is None and not spec.scenario.goal:
         problems.append(doc.problem((*loc, "counterpart"), "the counterpart needs an opening, or scenario.goal "
                                     "to answer first"))

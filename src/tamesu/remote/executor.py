@@ -30,6 +30,7 @@ from tamesu.conversation import Session
 from tamesu.fuzzing import fuzz_for
 from tamesu.remote._binding import binding_of
 from tamesu.suite.remote_agents import RemoteAgentSpec, ReplySpec
+from tamesu.types import whole_numbers
 
 
 class Delegation(BaseModel):
@@ -63,22 +64,10 @@ def message_text(message: Message) -> tuple[str, list[object]]:
         if kind == "text":
             texts.append(part.text)
         elif kind == "data":
-            data.append(_whole(MessageToDict(part.data)))
+            data.append(whole_numbers(MessageToDict(part.data)))
         elif kind in ("raw", "url"):
             texts.append(f"[{part.filename or 'file'}]")
     return " ".join(texts), data
-
-
-def _whole(value: Any) -> Any:
-    """A message's data as it was written: a protobuf Struct carries every number as a double, so `{"qty": 2}`
-    came back `{"qty": 2.0}`, and a `when: '"qty": 2}'` or an assertion on it never matched."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _whole(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_whole(item) for item in value]
-    return value
 
 
 _EXECUTED = "tamesu_executed"

@@ -99,6 +99,11 @@ class TargetSpec(Strict):
         a script of N turns makes N plus these."""
         return 0
 
+    def fixed_addrs(self) -> frozenset[str]:
+        """host:port addresses with a port the target binds as written (a listener's `addr`): two runs at once
+        would fight for one, so the runner makes such runs one at a time."""
+        return frozenset()
+
 
 @dataclass(frozen=True)
 class StepContext:

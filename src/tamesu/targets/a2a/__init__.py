@@ -20,7 +20,7 @@ agent gave one, and the taskId of a task waiting in input-required or auth-requi
   until it settles.
 - push: message/send asking to return at once, with the listener's URL and a token; the turn waits for
   notifications about its task (`_push`), and reads the task with tasks/get every ten poll intervals in case one
-  was lost; a notification that settles the task but does not carry it whole is followed by a tasks/get.
+  was lost (`push_missed` when one was); a settling notification without the whole task is followed by tasks/get.
 - stream: message/stream until a message, or a status in which the task settles. A stream that ends or breaks
   before that is picked up with tasks/resubscribe (a `resubscribed` event each time, up to `connect.attempts`
   per turn); a task that finished meanwhile, or an agent that will not resubscribe, is followed with tasks/get.
@@ -36,12 +36,11 @@ the message), all in the one shape of `_normalize` whatever the version and bind
 `$.status.state`, `$.artifacts[*].name`, `$.artifacts[*].parts[?(@.kind == 'data')].data` on the response first,
 then on the events. Its text is read as `_read` says. `first_token_at_ms` is the first streamed event with text.
 
-Failures: a call that never reaches the agent is retried (`connect_retry` events), then InfraError; an HTTP
-call that went out on a kept-alive connection the agent had just closed is sent again once (a `resent` event,
-`tamesu.net.aio`). An error
-the agent answers (JSON-RPC error, HTTP+JSON error status, gRPC status) fails the turn with TurnError naming
-its JSON-RPC code (the same A2A error's code on every binding) and message. A turn over `turn_timeout` fails
-with TurnError, without waiting for the agent.
+Failures: a call that never reaches the agent is retried (`connect_retry` events), then InfraError; an HTTP call
+that went out on a kept-alive connection the agent had just closed is sent again once (a `resent` event,
+`tamesu.net.aio`). An error the agent answers (JSON-RPC error, HTTP+JSON error status, gRPC status) fails the turn
+with TurnError naming its JSON-RPC code (the same A2A error's code on every binding) and message. A turn over
+`turn_timeout` fails with TurnError, without waiting for the agent.
 
 Metrics: `a2a_tasks` (tasks the session saw), `a2a_requests` (calls that reached the agent: sends, streams,
 polls, resubscribes, the extended card, the cancel made at close, since the engine reads the metrics once the
@@ -73,7 +72,7 @@ from tamesu.plugins import register
 from tamesu.targets.a2a import _normalize as shape
 from tamesu.targets.a2a._card import security_schemes, sends_credentials, summary
 from tamesu.targets.a2a._discover import assumed_card, checked_skill, extended_card, find_card, note_grpc_extended
-from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, failure
+from tamesu.targets.a2a._errors import SDK_ERRORS, agent_error, broken_off, card_named, failure
 from tamesu.targets.a2a._push import PushListener
 from tamesu.targets.a2a._read import TurnReader
 from tamesu.targets.a2a._spec import A2ASpec, PushSpec, check_rendered_url
@@ -165,13 +164,16 @@ class A2ATarget(Target[A2ASpec]):
         except NoSpokenInterface as exc:
             raise InfraError(f"{self._what}: {exc}") from None
         self._choice = choice
+        if named := card_named(choice, self._url, session.redactor.text):
+            self._wire.card_named[choice.url] = named
         unread = None
         if card is not None and card.capabilities.extended_agent_card and credentials and not search.authenticated:
             card, unread = await extended_card(self._wire, session, card, choice, spec.turn_timeout)
         self._card = card
         skill = checked_skill(self.spec.skill, card, search, self._what,
                               self._require_session().redactor.text("; ".join(search.tried) or self._url),
-                              session.redactor.text(unread) if unread else None)
+                              session.redactor.text(unread) if unread else None,
+                              unasked=card is not None and card.capabilities.extended_agent_card and not credentials)
         self._streaming = spec.stream and (card is None or card.capabilities.streaming)
         if spec.stream and not self._streaming:
             session.event("no_streaming", reason="the agent card says the agent does not stream")
@@ -403,7 +405,9 @@ class A2ATarget(Target[A2ASpec]):
                                  f"notification at {listener.url}")
             arrived = await listener.next(max(0.0, next_poll - loop.time()))
             if arrived is None:
+                before = shape.state_of(progress.doc or {})
                 progress.add_polled(await self._get_task(task_id), session.now_ms())
+                listener.polled(task_id, before, shape.state_of(progress.doc or {}), every)
                 next_poll = loop.time() + every
                 continue
             doc, at = arrived

@@ -121,17 +121,20 @@ def assumed_card(streaming: bool, push: bool) -> AgentCard:
 
 
 def checked_skill(wanted: str | None, card: AgentCard | None, search: CardSearch, what: str, looked: str,
-                  unread: str | None = None) -> str | None:
+                  unread: str | None = None, unasked: bool = False) -> str | None:
     """The id of the skill the target asks for (what `tamesu coverage` counts as exercised); raises InfraError
     when the card does not offer it or there is no card to ask. `looked` is where the card was looked for,
-    masked; `unread`, why the extended card (which may hold the skill) could not be read."""
+    masked; `unread`, why the extended card (which may hold the skill) could not be read; `unasked`, that the
+    card offers one and the target sent no credentials to read it with."""
     if wanted is None:
         return None
     if card is None:
         raise InfraError(f"{what}: skill {wanted!r} needs the agent card, and none was found ({looked})")
     found = find_skill(card, wanted)
     if found is None:
-        extended = f"; the extended card, which may, could not be read: {unread}" if unread else ""
+        extended = f"; the extended card, which may, could not be read: {unread}" if unread else \
+            ("; the card offers an authenticated extended card, which may: tamesu reads it when the target's "
+             "headers send credentials (Authorization: \"Bearer {{secrets.X}}\")") if unasked else ""
         raise InfraError(f"{what}: the agent card ({card.name}) does not offer the skill {wanted!r}: "
                          f"{skills_text(card)}{extended}")
     return found

@@ -165,10 +165,16 @@ def still_rate_limited(error: AgentError, retries: int, what: str) -> InfraError
 def card_gave(choice: Choice, url: str, mask: Callable[[str], str]) -> str:
     """Where a request went when the card, not the target's url, named it: said with a refusal, which otherwise
     sends the user to check a url the request never went to."""
+    named = card_named(choice, url, mask)
+    return f" at {shown_url(choice.url, mask)}, {named}" if named else ""
+
+
+def card_named(choice: Choice, url: str, mask: Callable[[str], str]) -> str:
+    """`the B interface the agent card gives for url U` when the card sent requests elsewhere than url; else
+    empty."""
     if choice.at(url):
         return ""
-    return (f" at {shown_url(choice.url, mask)}, the {choice.binding} interface the agent card gives for url "
-            f"{shown_url(url, mask)}")
+    return f"the {choice.binding} interface the agent card gives for url {shown_url(url, mask)}"
 
 
 def shown_url(url: str, mask: Callable[[str], str]) -> str:

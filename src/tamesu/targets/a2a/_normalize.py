@@ -41,7 +41,7 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from pydantic import BaseModel, ValidationError
 
-from tamesu.types import JSONObject, JSONValue, json_list, json_object
+from tamesu.types import JSONObject, JSONValue, json_list, json_object, whole_numbers
 
 STATES: dict[int, str] = {
     TaskState.TASK_STATE_SUBMITTED: "submitted",
@@ -70,14 +70,14 @@ def _put(doc: JSONObject, key: str, value: JSONValue) -> None:
 
 def _struct(holder: Part | Message | Artifact | Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
             field: str) -> JSONObject | None:
-    return MessageToDict(getattr(holder, field)) if holder.HasField(field) else None
+    return whole_numbers(MessageToDict(getattr(holder, field))) if holder.HasField(field) else None
 
 
 def part(p: Part) -> JSONObject:
     content = p.WhichOneof("content")
     doc: JSONObject
     if content == "data":
-        doc = {"kind": "data", "data": MessageToDict(p.data)}
+        doc = {"kind": "data", "data": whole_numbers(MessageToDict(p.data))}
     elif content in ("raw", "url"):
         file: JSONObject = {}
         _put(file, "name", p.filename)

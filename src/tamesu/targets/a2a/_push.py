@@ -4,7 +4,8 @@ A notification counts only with the session's token in `X-A2A-Notification-Token
 and ignored, and said: a `push_refused` event, as is a body over MAX_BODY_BYTES or one past a full queue, so an
 agent whose notifications never count is seen, not only slower through the fallback poll). Each one is stamped on
 arrival, recorded as a `push_received` event and queued for the turn that waits for its task; a body that is not an
-A2A task or event is answered 400 and recorded as `push_unreadable`.
+A2A task or event is answered 400 and recorded as `push_unreadable`. A state only the fallback tasks/get found is a
+`push_missed` event (`polled`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,14 @@ class PushListener:
         self.received += 1
         self._session.event("push_received", task_id=task_id_of(doc), kind=doc.get("kind"), state=state_of(doc))
         return JSONResponse({"ok": True})
+
+    def polled(self, task_id: str, before: str | None, now: str | None, waited: float) -> None:
+        """The fallback tasks/get found the task in a state no notification had brought: a `push_missed` event,
+        since an agent whose notifications are lost (or never sent) otherwise only makes each turn slower."""
+        if now is not None and now != before:
+            self._session.event("push_missed", task_id=task_id, state=now,
+                                reason=f"no notification of it reached {self.url} within {waited:g}s: the "
+                                       "fallback tasks/get found it")
 
     async def next(self, timeout: float) -> tuple[JSONObject, float] | None:
         """The next notification, or None when `timeout` passes first."""

@@ -20,9 +20,11 @@ class PushSpec(Strict):
     """Where the push listener binds, and the URL the agent is told to post to (a tunnel, a proxy)."""
 
     addr: HostPort | None = None
-    """host:port to bind; default 127.0.0.1 on a free port."""
+    """host:port to bind; default 127.0.0.1 on a free port. Runs whose listener binds a fixed port are made one at
+    a time under --parallel, as those of remote agents on a fixed `addr`."""
     url: str | None = None
-    """The URL the agent posts notifications to; default the listener's own http://host:port/a2a/push."""
+    """The URL the agent posts notifications to; default the listener's own http://host:port/a2a/push. Needs
+    `addr`: the url leads to a fixed port, not to the free one the listener takes without it."""
 
     @field_validator("url")
     @classmethod
@@ -30,6 +32,15 @@ class PushSpec(Strict):
         if value is not None and not value.startswith(("{{", "http://", "https://")):
             raise ValueError("url must start with http:// or https://")
         return value
+
+    @model_validator(mode="after")
+    def _url_needs_addr(self) -> PushSpec:
+        # a tunnel or proxy leads to a fixed local port: beside a free one, every notification went nowhere and
+        # the run passed, each turn only slower through the fallback tasks/get
+        if self.url is not None and self.addr is None:
+            raise ValueError("url needs addr: the port the url leads to, where the listener binds (without "
+                             "addr it takes a free port, which the url cannot know)")
+        return self
 
 
 class A2ASpec(TargetSpec):
@@ -47,8 +58,9 @@ class A2ASpec(TargetSpec):
     """Receive the task's updates as push notifications: `true`, or where the listener binds and the URL the agent
     posts to."""
     skill: str | None = Field(None, min_length=1)
-    """The agent card's skill the tests exercise (id or name): a card without it is an error (exit 3); `tamesu
-    coverage` counts it."""
+    """The agent card's skill the tests exercise (id or name): a card without it is an error (exit 3) naming the
+    skills it has, and saying so when the card offers an authenticated extended card that `headers` without
+    credentials leave unread; `tamesu coverage` counts it."""
     metadata: dict[str, object] = Field(default_factory=dict)
     """Metadata sent with every message (templates allowed)."""
     rate_limit_retries: int = Field(3, ge=0, le=10)
@@ -77,6 +89,12 @@ class A2ASpec(TargetSpec):
         if self.stream and self.push_spec is not None:
             raise ValueError("stream and push are two ways to follow a task: keep one")
         return self
+
+    def fixed_addrs(self) -> frozenset[str]:
+        push = self.push_spec
+        if push is None or push.addr is None or push.addr.rpartition(":")[2] == "0":
+            return frozenset()
+        return frozenset({push.addr})
 
     @property
     def push_spec(self) -> PushSpec | None:

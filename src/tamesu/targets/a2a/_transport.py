@@ -1,9 +1,10 @@
 """Which binding, URL and protocol version a session speaks, chosen from the card and the target's keys.
 
-Without `transport`: when the card is about the target's url (an interface of the card has that URL, or the
-url is only an origin, with no path, and the card lists interfaces), the card's preferred interface among
-those is used (the first the card lists; a 0.3 card lists its `url`/`preferredTransport` first). Otherwise
-grpc for a grpc:// or grpcs:// url, else jsonrpc, at the url as written.
+Without `transport`: when the card is about the target's url (an interface of the card has that URL, this
+machine's names taken as one: `_this_machine`; or the url is only an origin, with no path, and the card lists
+interfaces), the card's preferred interface among those is used (the first the card lists; a 0.3 card lists its
+`url`/`preferredTransport` first), at the url's spelling of its host. Otherwise grpc for a grpc:// or grpcs://
+url, else jsonrpc, at the url as written.
 
 With `transport`: the card's interface of that binding at the url; else the card's interface of that binding
 at another URL (tamesu goes there); else the url as written.
@@ -126,9 +127,28 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _this_machine(host: str) -> bool:
+    """localhost, 127.0.0.1 and ::1 name this machine, and so does the 0.0.0.0 (::) a server bound to every
+    interface writes on its card: a url and a card that spell it differently are about the same place."""
+    if _loopback(host):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
+
+
+def _place(host_port: str) -> str:
+    """host:port, lower-cased, with this machine's names as one."""
+    host, sep, port = host_port.lower().rpartition(":")
+    if not sep or "]" in port:  # no port (`h`), or an IPv6 address without one (`[::1]`)
+        host, port = host_port.lower(), ""
+    return f"{'localhost' if _this_machine(host.strip('[]')) else host}:{port}"
+
+
 def _same(interface: AgentInterface, url: str) -> bool:
     if _binding(interface) == "GRPC" or urlsplit(url).scheme in ("grpc", "grpcs"):
-        return grpc_target(interface.url)[0].lower() == grpc_target(url)[0].lower()
+        return _place(grpc_target(interface.url)[0]) == _place(grpc_target(url)[0])
     return _http_key(interface.url) == _http_key(url)
 
 
@@ -140,7 +160,27 @@ def names_url(card: AgentCard, url: str) -> bool:
 
 def _http_key(url: str) -> str:
     parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+    scheme = parts.scheme.lower()
+    host_port = parts.netloc.rpartition("@")[2]
+    if not host_port.rpartition("]")[2].count(":"):
+        host_port += {"http": ":80", "https": ":443"}.get(scheme, "")
+    return f"{scheme}://{_place(host_port)}{parts.path.rstrip('/')}"
+
+
+def _as_written(interface: AgentInterface, url: str) -> AgentInterface:
+    """The card's interface at `url`, reached by the name `url` gives its host (`localhost` where the card says
+    127.0.0.1 or 0.0.0.0): the card was read there, so that name reaches the agent from here."""
+    if _binding(interface) == "GRPC" or urlsplit(url).scheme in ("grpc", "grpcs"):
+        if grpc_target(interface.url)[0].lower() == grpc_target(url)[0].lower():
+            return interface
+        written = url
+    else:
+        listed, ours = urlsplit(interface.url), urlsplit(url)
+        if listed.netloc.lower() == ours.netloc.lower():
+            return interface
+        written = listed._replace(netloc=ours.netloc).geturl()
+    return AgentInterface(url=written, protocol_binding=interface.protocol_binding,
+                          protocol_version=interface.protocol_version)
 
 
 def _only_origin(url: str) -> bool:
@@ -168,7 +208,7 @@ def choose(card: AgentCard | None, url: str, transport: str | None) -> Choice:
     if wanted:
         here = _best([i for i in at_url if _binding(i) == wanted])
         if here is not None:
-            return _choice(here, "transport, as the card lists it at this url")
+            return _choice(_as_written(here, url), "transport, as the card lists it at this url")
         there = _best([i for i in interfaces if _binding(i) == wanted])
         if there is not None:
             return _choice(there, "transport, at the URL the card gives for it")
@@ -178,7 +218,7 @@ def choose(card: AgentCard | None, url: str, transport: str | None) -> Choice:
         preferred = _binding(at_url[0])
         best = _best([i for i in at_url if _binding(i) == preferred])
         assert best is not None
-        return _choice(best, PREFERRED_HERE)
+        return _choice(_as_written(best, url) if _same(best, url) else best, PREFERRED_HERE)
     binding = "GRPC" if is_grpc_url else "JSONRPC"
     same_binding = _best([i for i in interfaces if _binding(i) == binding])
     version = same_binding.protocol_version if same_binding is not None else fallback_version

@@ -66,6 +66,9 @@ class Wire:
         """Calls that reached the agent: sends, streams, polls, cancels, resubscribes, extended cards."""
         self.unreachable: str | None = None
         """Why the last attempt did not reach the agent, while it is being retried."""
+        self.card_named: dict[str, str] = {}
+        """URL -> what named it, for a URL the agent card gave rather than the target's url (`_errors.card_named`):
+        a card naming a host only its own network knows (a container's) is the cause to say, not the url."""
 
     def _resent(self, request: httpx.Request, reason: str) -> None:
         self._session.event("resent", reason=reason, url=self._session.redactor.text(str(request.url)))
@@ -195,7 +198,8 @@ class Wire:
                              "grpc` right, or the port the agent's gRPC server listens on?") from exc
         if number >= self._connect.attempts:
             tries = f"{number} attempt{'s' if number != 1 else ''}"
-            raise InfraError(f"{self._what}: cannot reach {masked} after {tries}: {reason}") from exc
+            named = f", {self.card_named[url]}," if url in self.card_named else ""
+            raise InfraError(f"{self._what}: cannot reach {masked}{named} after {tries}: {reason}") from exc
         self._session.event("connect_retry", attempt=number, attempts=self._connect.attempts, reason=reason,
                             url=masked)
         await asyncio.sleep(self._connect.backoff)

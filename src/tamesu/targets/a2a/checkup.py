@@ -4,7 +4,8 @@ speak, checked as far as can be without sending a message.
 The target is opened as a run opens it (the card at the well-known places, or gRPC's card calls; the binding
 chosen from it), with short timeouts, one attempt per connection, and no push listener; nothing is sent to the
 agent but the card requests. A chosen gRPC binding is then probed as gRPC (`net.grpc_channels.probe`): the card may
-name another port than the one it came from. The line says what was checked and what was not.
+name another port than the one it came from; an HTTP one the card names at another host or port than the url is
+tried with a GET (`_unreachable_elsewhere`). The line says what was checked and what was not.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
@@ -20,6 +22,7 @@ from tamesu.net.grpc_channels import probe
 from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
 from tamesu.targets.a2a import A2ATarget
+from tamesu.targets.a2a._errors import unreachable
 from tamesu.targets.a2a._spec import A2ASpec
 from tamesu.targets.a2a._transport import BINDINGS, grpc_target
 
@@ -43,6 +46,8 @@ async def check(spec: A2ASpec, name: str, context: Context, redactor: Redactor, 
             async with asyncio.timeout(6 * timeout):
                 await target.open(session)
             choice = target._choice  # this package's own target: the interface a run would speak
+            away = None if choice is None or choice.binding == "GRPC" else await _unreachable_elsewhere(
+                target, choice.url, target._url, timeout)
         except InfraError as exc:
             return False, redactor.text(" ".join(str(exc).split()))
         except TimeoutError:
@@ -60,7 +65,9 @@ async def check(spec: A2ASpec, name: str, context: Context, redactor: Redactor, 
         fine, words = None, f"no agent card ({tried}): a run assumes the agent does what the target asks"
     words += f"; a run speaks {BINDINGS.get(str(transport.get('binding')), transport.get('binding'))} " \
              f"{transport.get('protocol_version')} at {transport.get('url')}"
-    if choice is not None and choice.binding == "GRPC":
+    if away is not None:
+        fine, words = False, f"{words}, the interface the agent card gives, which cannot be reached: {away}"
+    elif choice is not None and choice.binding == "GRPC":
         host_port, tls = grpc_target(choice.url)
         ready, how = await probe(f"{'grpcs' if tls else 'grpc'}://{host_port}", spec.tls)
         fine = fine if ready else None
@@ -69,3 +76,26 @@ async def check(spec: A2ASpec, name: str, context: Context, redactor: Redactor, 
         words += " (not called: doctor sends the agent no message)"
     return fine, redactor.text(words)
 
+
+async def _unreachable_elsewhere(target: A2ATarget, chosen: str, url: str, timeout: float) -> str | None:
+    """Why the HTTP interface the card named at another host or port than url cannot be reached (a container's
+    hostname, a stale port), or None. The card was read at url, so only another place is tried: a GET, which no
+    A2A binding takes as a message, answered anything at all is reached."""
+    if _host_port(chosen) == _host_port(url) or target._wire is None:
+        return None
+    try:
+        async with asyncio.timeout(timeout):
+            await target._wire.http.get(chosen)
+    except TimeoutError:
+        return f"no answer within {timeout:g}s"
+    except Exception as exc:  # the wire's own: only a connection that never came is this check's
+        return unreachable(exc)
+    return None
+
+
+def _host_port(url: str) -> tuple[str, int | None]:
+    parts = urlsplit(url)
+    try:
+        return (parts.hostname or "", parts.port or {"http": 80, "https": 443}.get(parts.scheme))
+    except ValueError:
+        return (parts.netloc, None)
