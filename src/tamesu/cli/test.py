@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 import click
 
 from tamesu.cli.shared import cache_mode, run_options
-from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
+from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem, SuiteProblem
 from tamesu.models.base import ModelError
 from tamesu.plan.project import label as file_label
 
@@ -154,6 +154,9 @@ async def _main(**options: Any) -> int:
         _fail(exc.problems)
     except _Usage as exc:
         _usage(str(exc))
+    except SuiteProblem as exc:  # the project's own generator script raised or answered no test cases
+        click.echo(f"tamesu test: {exc}", err=True)
+        return EXIT_CONFIG
     except (InfraError, ModelError) as exc:
         click.echo(f"tamesu test: {exc}", err=True)
         return EXIT_INFRA
