@@ -84,8 +84,8 @@ def test_problems_name_file_line_column_and_path(tmp_path: Path) -> None:
         "cases.jsonl:7:27: not valid JSON: Expecting ',' delimiter",
         "cases.jsonl:8:134: checkpoints[0].after: checkpoints wait for each other in a cycle and can never be "
         "reached: p, q",
-        "cases.jsonl:9:68: assertions[0].use: no model named 'nobody' under models: (models: judge, simulator, "
-        "validator)",
+        "cases.jsonl:9:68: assertions[0].use: no model or target named 'nobody' for the validator (models: judge, "
+        "simulator, validator)",
         "cases.jsonl:9:130: assertions[1]: an agent assertion needs options.metadata.criteria",
         "cases.jsonl:11:8: id: another test case has id 'j' (line 10)",
         f"cases.jsonl:12:80: input[0].content[0].source: file not found: {tmp_path}/missing.jpg",
@@ -465,6 +465,30 @@ def test_a_model_targets_connector_names_a_model_when_the_case_loads(tmp_path: P
     done = run_test(["-i", "hello", "-n", "bot", "-c", "nosuch"], cwd=tmp_path)
     assert (done.returncode, done.stderr) == (2, "tamesu test: -c nosuch: no model named 'nosuch' under models: "
                                                  "(models: m)\n")
+
+
+def test_a_provider_model_of_no_known_provider_is_refused_where_written(tmp_path: Path) -> None:
+    # before: validate said ok, and every case that asked the model was an error when it ran (exit 3):
+    # "model 'scripts:x.y': Value error, unknown model provider 'scripts'"
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "a", "input": "hi", "options": {"connector": "foo:bar"}}\n'
+        '{"id": "b", "input": "hi", "simulator": {"use": "foo:bar"}}\n'
+        '{"id": "c", "input": "hi", "assertions": [{"type": "agent", "use": "scripts:checks.tone", "options": '
+        '{"metadata": {"criteria": "polite"}}}]}\n'
+        '{"id": "d", "input": "hi", "options": {"connector": "fake:x"}}\n')
+    (tmp_path / "tamesu.yaml").write_text("models:\n  m: { provider: fake, rules: [{ say: hi }] }\n"
+                                          "targets:\n  bot: { type: model, model: m }\n")
+    unknown = "unknown model provider '{}' (one of anthropic, azure, fake, openai)"
+    done = run_test(["-i", "cases.jsonl", "-n", "bot"], cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        f"cases.jsonl:1:53: options.connector: 'foo:bar' is no model: {unknown.format('foo')}",
+        f"cases.jsonl:2:49: simulator.use: 'foo:bar' is no model: {unknown.format('foo')}",
+        f"cases.jsonl:3:68: assertions[0].use: 'scripts:checks.tone' is no model: {unknown.format('scripts')}",
+        "3 problems found"]), done.stderr
+    for flag in ("-c", "--simulator"):
+        done = run_test(["-i", "hello", "-n", "bot", flag, "foo:bar"], cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (2, f"tamesu test: {flag} foo:bar: 'foo:bar' is no model: "
+                                                     f"{unknown.format('foo')}\n")
 
 
 def test_an_assertion_that_could_never_fail_or_names_nothing_is_refused(tmp_path: Path) -> None:

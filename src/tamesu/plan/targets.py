@@ -399,7 +399,16 @@ class Resolver:
 def unknown_model(name: str | None, models: Iterable[str]) -> str | None:
     """Why `name` (a connector, a validator's or simulator's model) names no model, or None when it does: a name
     under `models:`, or provider:model."""
-    if name is None or name in models or ":" in name:
+    if name is None or name in models:
+        return None
+    if ":" in name:  # provider:model, its provider known: `foo:bar` was an error of every run that asked it
+        from tamesu.models.spec import ModelSpec
+
+        try:
+            ModelSpec.model_validate(name)
+        except ValidationError as exc:
+            said = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            return f"{name!r} is no model: {said}"
         return None
     known = ", ".join(sorted(models)) or "none configured"
     return f"no model named {name!r} under models: (models: {known})"
