@@ -3,11 +3,14 @@ as one `file:line:col: path: problem` line, all at once (exit 2 through the comm
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import forked
 from agents.expense_agent import run_test
 from tamesu.errors import ConfigError
 from tamesu.jsonl.assertions import to_engine
@@ -489,6 +492,23 @@ def test_a_provider_model_of_no_known_provider_is_refused_where_written(tmp_path
         done = run_test(["-i", "hello", "-n", "bot", flag, "foo:bar"], cwd=tmp_path)
         assert (done.returncode, done.stderr) == (2, f"tamesu test: {flag} foo:bar: 'foo:bar' is no model: "
                                                      f"{unknown.format('foo')}\n")
+
+
+def test_no_tamesu_yaml_found_is_said_so_not_that_it_has_no_targets(tmp_path: Path) -> None:
+    # before: "-n bot: no target named 'bot' (targets: tamesu.yaml has no targets: section)", with the project's
+    # tamesu.yaml (and its targets) in the working directory: the project is looked for from the cases' folder
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "tamesu.yaml").write_text("targets:\n  bot: { type: rest, url: http://127.0.0.1:9 }\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "cases.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    urls = "http(s):// for a rest or A2A agent, grpc(s):// for one with tamesu's turn API"
+    cases = str(tmp_path / "elsewhere" / "cases.jsonl")
+    for command, args in (("test", ["-i", cases]), ("validate", [cases])):
+        done = forked.run([command, *args, "-n", "bot"], tmp_path / "project", {**os.environ, "NO_COLOR": "1"}, 60,
+                          subprocess.DEVNULL)
+        assert (done.returncode, done.stderr) == (2, f"tamesu {command}: -n bot: no target named 'bot': no tamesu.yaml "
+                                                     f"in {tmp_path / 'elsewhere'} or a folder above it (up to the git "
+                                                     f"repository's root); or give a URL ({urls})\n"), done.stdout
 
 
 def test_an_assertion_that_could_never_fail_or_names_nothing_is_refused(tmp_path: Path) -> None:

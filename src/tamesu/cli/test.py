@@ -137,7 +137,7 @@ async def _main(**options: Any) -> int:
     for overwrite in overwrites:
         click.echo(f"warning: {overwrite}", err=True)
     try:
-        resolved, warnings = await resolve(options["target"], project, secrets)
+        resolved, warnings = await resolve(options["target"], project, secrets, None if config else where)
     except TargetProblem as exc:
         _usage(str(exc))
     except ConfigError as exc:
