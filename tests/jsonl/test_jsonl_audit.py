@@ -1,0 +1,63 @@
+"""What the JSONL design states and a pass over it as a user (session 34) found the program doing otherwise, each
+against a real part: a local rest agent that takes its time, the project's own script simulators."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from jsonl.test_jsonl_run import project, run_cases
+from tamesu.net.serve import ThreadServer
+from tamesu.report.case_console import TestConsole
+from tamesu.suite.secrets import Redactor
+
+
+def _slow_agent() -> Starlette:
+    """Answers at once, except a message with "slow" in it: that one takes longer than any test here allows."""
+
+    async def chat(request: Request) -> JSONResponse:
+        message = str((await request.json()).get("message", ""))
+        if "slow" in message:
+            await asyncio.sleep(4)
+        return JSONResponse({"text": f"You said {message}. Anything else?", "awaiting_input": True})
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+async def test_the_turn_a_timeout_cut_short_is_a_failed_turn_with_its_input(
+        serve: Callable[[Any], ThreadServer], tmp_path: Path) -> None:
+    # the design: "Agent timeout | Mark turn as FAILED | error: timeout after 30s". Before, the turn being answered
+    # when the case's timeout ran out had no record and no console line: "(1 turn)" for a case whose second
+    # turn hung, and nothing said what the agent had been asked
+    folder = project(tmp_path, serve(_slow_agent()).url)
+    (folder / "sims.py").write_text("def slowpoke(inputs):\n    return 'be slow now'\n")
+    text = "\n".join(json.dumps(case) for case in [
+        {"id": "mt", "timeout": "1s", "turns": [
+            {"input": "hi"}, {"input": "be slow", "assertions": [{"type": "contains", "value": "said"}]}]},
+        {"id": "dyn", "input": "hi", "timeout": "1s", "simulator": {"use": "scripts:sims:slowpoke"},
+         "checkpoints": [{"id": "never", "assertion": {"type": "contains", "value": "zebra"}}]}])
+    outcome, _ = await run_cases(folder, text)
+    static, simulated = outcome.records
+    for record, source, said in ((static, "static", "be slow"), (simulated, "simulator", "be slow now")):
+        assert (record.status, record.end_reason, record.total_turns) == ("failed", "timeout", 2), record
+        first, cut = record.turns or []
+        assert (first.input, first.status) == ("hi", "passed")
+        assert (cut.turn, cut.input, cut.input_source, cut.output, cut.status, cut.error) == (
+            2, said, source, "", "failed", "the test took longer than its timeout (1s)"), cut
+        assert 900 <= cut.duration_ms <= 3000, cut
+    assert [(a.passed, a.reason) for a in static.turns[1].assertions or []] == [  # type: ignore[index]
+        (None, "not evaluated: the conversation failed first")]
+    out = StringIO()
+    TestConsole(Console(file=out, width=200, color_system=None), Redactor()).case_finished(static)
+    assert '├─ Turn 2: "be slow" → FAILED (' in out.getvalue(), out.getvalue()
+    assert "Error: the test took longer than its timeout (1s)" in out.getvalue()
