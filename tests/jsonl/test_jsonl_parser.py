@@ -240,7 +240,7 @@ def test_an_empty_input_is_refused_where_it_is_written(tamesu: Any, tmp_path: Pa
             "cases.jsonl:1:22: input: empty: write what the user says",
             "cases.jsonl:2:22: input: only spaces: write what the user says",
             "cases.jsonl:3:50: turns[1].input: only spaces: write what the user says",
-            "cases.jsonl:5:22: input[0]: a user message with no words and no file: write what the user says",
+            "cases.jsonl:5:22: input: a user message with no words and no file: write what the user says",
             "4 problems found"], done.stderr
     for given in ("", " "):
         done = run_test(["-i", given, "-n", "bot"], cwd=tmp_path)
