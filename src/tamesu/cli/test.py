@@ -285,6 +285,13 @@ def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, opti
              folder: bool = False) -> int:
     from tamesu.report.console import make_console
 
+    if options["output"] and folder:  # one file of them would not load: "another test case has id 'greet'"
+        files: dict[str, list[str]] = {}
+        for parsed in cases:
+            files.setdefault(parsed.case.id, []).append(parsed.doc.label)
+        if shared := [f"{key} ({', '.join(labels)})" for key, labels in files.items() if len(labels) > 1]:
+            _usage(f"-o {options['output']}: the folder's files share case ids ({'; '.join(shared[:5])}), which one "
+                   "file cannot hold: give -i one file at a time")
     console = make_console(options["color"])
     console.print(f"Agent: {resolved.about}", soft_wrap=True, markup=False)
     console.print(f"Input: {label} ({len(cases)} test case{'s' if len(cases) != 1 else ''}), not run (--dry-run)",
