@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from agents.expense_agent import ExpenseAgent, expense_agent
 from jsonl.test_jsonl_run import project, run_cases
 from tamesu.errors import ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_text
@@ -24,6 +25,8 @@ from tamesu.net.serve import ThreadServer
 from tamesu.plan.targets import Resolver
 from tamesu.report.case_console import TestConsole
 from tamesu.suite.secrets import Redactor
+
+__all__ = ["expense_agent"]
 
 
 def _slow_agent() -> Starlette:
@@ -80,3 +83,22 @@ def test_one_message_not_from_the_user_is_named_by_its_own_path(tmp_path: Path) 
         "cases.jsonl:3:31: input.role: input should be 'user', 'assistant' or 'system', got 'usr' (did you mean "
         "'user'?)",
         "cases.jsonl:3:59: input.content[0].type: input should be 'text', 'image', 'file' or 'audio', got 'video'"]
+
+
+async def test_a_pattern_anchors_at_each_turn_of_the_conversation(expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    # a multi-turn case's final `regex` reads every turn: `^` and `$` anchored at the joined transcript's ends, so
+    # `^Expense submitted` never matched the last turn ("none in 3 turn(s)" while quoting it) and a later turn
+    # that began "I'll" passed `negate`'s "never"
+    folder = project(tmp_path, expense_agent.url)
+    regex = [{"type": "regex", "pattern": "^Expense submitted"}, {"type": "regex", "pattern": "^I'll", "negate": True},
+             {"type": "regex", "pattern": "Please confirm\\.$"}, {"type": "regex", "pattern": "submit\\?\\nI'll"}]
+    text = json.dumps({"id": "flow", "turns": [{"input": "I want to submit an expense"},
+                                               {"input": "Business travel, $3500"}, {"input": "Yes, confirm"}],
+                       "final_assertions": regex})
+    outcome, _ = await run_cases(folder, text)
+    (record,) = outcome.records
+    assert [(a.passed, a.reason) for a in record.final_assertions or []] == [
+        (True, 'turn 3 matches: "Expense submitted"'),
+        (False, "expected no match for /^I'll/; turn 2 has \"I'll\""),
+        (True, 'turn 2 matches: "Please confirm."'),
+        (True, 'turn 1 matches: "submit? I\'ll"')], record  # a pattern across turns still matches
