@@ -102,3 +102,22 @@ async def test_a_pattern_anchors_at_each_turn_of_the_conversation(expense_agent:
         (False, "expected no match for /^I'll/; turn 2 has \"I'll\""),
         (True, 'turn 2 matches: "Please confirm."'),
         (True, 'turn 1 matches: "submit? I\'ll"')], record  # a pattern across turns still matches
+
+
+async def test_a_simulator_that_stops_short_of_its_goal_is_said_under_the_last_turn(expense_agent: ExpenseAgent,
+                                                                                     tmp_path: Path) -> None:
+    # before: the tree ended after the agent's question with nothing said: a case whose agent still awaited input
+    # looked as if the agent had finished
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "quitter.py").write_text("def simulate(inputs):\n    return None if inputs['turn_number'] > 2 else "
+                                       "'Business travel, $3500'\n")
+    text = json.dumps({"id": "quits", "input": "I want to submit an expense",
+                       "simulator": {"use": "scripts:quitter:simulate"}})
+    outcome, _ = await run_cases(folder, text)
+    (record,) = outcome.records
+    assert (record.status, record.end_reason, record.total_turns) == ("passed", "simulator_stopped", 2), record
+    out = StringIO()
+    TestConsole(Console(file=out, width=200, color_system=None), Redactor()).case_finished(record)
+    lines = out.getvalue().splitlines()
+    assert lines[-4:-1] == ['  │          Simulator stopped: no next message, its goal not reached', "  │",
+                            "  └─ Result: PASSED"], lines
