@@ -113,6 +113,10 @@ async def _main(**options: Any) -> int:
     named = [key for key, _ in parse_qsl(options["source"].partition("?")[2])] if source.params else []
     if twice := sorted({key for key in named if named.count(key) > 1}):  # dict() kept the last one, said nowhere
         _usage(f"-i {options['source']!r} gives {', '.join(twice)} more than once: give each once")
+    if "" in source.params:  # `?=3`: it was "a model generator reads count, focus and complexity, not " and nothing
+        _usage(f"-i {options['source']!r} gives a parameter without a name: write name=value (count=10)")
+    if source.kind == "agents" and not source.value:
+        _usage(f"-i {options['source']!r} names no generator: write agents:NAME, a model under models: or a target")
     where = Path(source.value) if source.kind in ("file", "folder") else Path.cwd()
     try:
         config = options["config"]
