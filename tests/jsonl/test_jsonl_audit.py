@@ -121,3 +121,20 @@ async def test_a_simulator_that_stops_short_of_its_goal_is_said_under_the_last_t
     lines = out.getvalue().splitlines()
     assert lines[-4:-1] == ['  │          Simulator stopped: no next message, its goal not reached', "  │",
                             "  └─ Result: PASSED"], lines
+
+
+async def test_a_multi_turn_case_goes_on_from_the_history_it_starts_with(expense_agent: ExpenseAgent,
+                                                                        tmp_path: Path) -> None:
+    # a history is sent with the first turn only (the default rest body's `messages`); the example agent answered
+    # it and forgot it, so its next turn began a new conversation: "Yes, confirm" got "I can submit expenses..."
+    folder = project(tmp_path, expense_agent.url)
+    text = json.dumps({"id": "mh", "input": [
+        {"role": "user", "content": "I want to submit an expense"}, {"role": "assistant", "content": "What type?"},
+        {"role": "user", "content": "Business travel, $3500"}], "simulator": {"use": "scripts:sims:polite"},
+        "final_assertions": [{"type": "contains", "value": "Expense submitted"}]})
+    outcome, _ = await run_cases(folder, text)
+    (record,) = outcome.records
+    assert [(t.input, t.output) for t in record.turns or []] == [
+        ("Business travel, $3500", "I'll create an expense for travel, $3,500. Please confirm."),
+        ("Yes, confirm", "Expense submitted. Reference: EXP-2025-001")], record
+    assert record.status == "passed", record
