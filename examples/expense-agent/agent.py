@@ -4,9 +4,9 @@ POST /chat   {"message": str, "session_id": str, "messages"?: [{role, content}]}
           -> {"text", "awaiting_input", "input_hint", "tool_calls", "expense", "stage"}
 GET  /expenses/{id}   what was filed (the state a test may check after the conversation)
 
-With `messages` (a history sent by a stateless test) the answer is computed from that conversation alone;
-without it, from the session's earlier messages. Either way the assistant replays the user's messages in
-order through the same steps, so the same conversation always gets the same answer.
+With `messages` (a history sent by a stateless test) the answer is computed from that conversation alone, and the
+session goes on from it; without it, from the session's earlier messages. Either way the assistant replays the
+user's messages in order through the same steps, so the same conversation always gets the same answer.
 
 The flow: "I want to submit an expense" -> the type is asked; "Business travel, $3500" -> create_expense
 (a draft) and a confirmation is asked; "Yes, confirm" -> submit_expense, "Expense submitted. Reference:
@@ -141,6 +141,9 @@ def create_app() -> Starlette:
         history = body.get("messages")
         if isinstance(history, list) and history:
             said = [str(m.get("content", "")) for m in history if isinstance(m, dict) and m.get("role") == "user"]
+            # the conversation goes on from the history: a next message without one continues it (a multi-turn
+            # test that starts from a history sends it with its first turn only)
+            sessions[str(body.get("session_id", "default"))] = said
         else:
             said = sessions.setdefault(str(body.get("session_id", "default")), [])
             said.append(str(body.get("message", "")))

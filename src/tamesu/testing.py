@@ -105,12 +105,13 @@ class AsyncAgentSession:
         if loaded.doc is not None:
             secrets.mask_named(loaded.doc.data)
         try:
-            resolved, _ = await resolve(target, loaded, secrets)
+            resolved, _ = await resolve(target, loaded, secrets, None if config else start)
         except TargetProblem as exc:
             # in the words of this API, not of `tamesu test -n` (ValueError: what a wrong argument raises)
             said = str(exc).removeprefix(f"-n {target}: ").replace("with -n ", "")
-            raise ValueError(f"{said} (AgentSession.open takes a target of {loaded.dir / 'tamesu.yaml'}; a "
-                             "suite's targets are not there)") from None
+            where = f" (AgentSession.open takes a target of {loaded.dir / 'tamesu.yaml'}; a suite's targets are " \
+                "not there)" if loaded.doc is not None else ""
+            raise ValueError(f"{said}{where}") from None
         live = await LiveSession.open(resolved.name, with_connector(resolved.spec, connector), secrets=secrets,
                                       base_dir=loaded.dir, models=project_models(loaded, secrets, None),
                                       variables=loaded.spec.vars)

@@ -103,3 +103,21 @@ def test_records_are_never_written_over_the_cases_they_come_from(serve: Any, tam
     assert ("warning: -o cases/records.jsonl is written in the input folder cases: the next `tamesu test -i cases` "
             "will read it as test cases") in done.stderr.splitlines(), done.stderr
     assert len((project / "cases" / "records.jsonl").read_text().splitlines()) == 4
+
+
+def test_a_folder_whose_files_share_ids_is_not_written_into_one_file(tamesu: Any, tmp_path: Path) -> None:
+    # before: `--dry-run -o all.jsonl` wrote both `greet` cases, and the file it wrote did not load back
+    # ("all.jsonl:2:8: id: another test case has id 'greet' (line 1)")
+    project = _folder(tmp_path, "http://127.0.0.1:9")
+    done = tamesu(["test", "-i", "cases", "-n", "echo", "--dry-run", "-o", "all.jsonl"], cwd=project)
+    assert (done.returncode, done.stderr) == (2, "tamesu test: -o all.jsonl: the folder's files share case ids "
+                                                 "(greet (cases/a.jsonl, cases/a.ndjson, cases/b.jsonl)), which one "
+                                                 "file cannot hold: give -i one file at a time\n"), done.stdout
+    assert not (project / "all.jsonl").exists()
+    (project / "cases" / "a.ndjson").unlink()
+    (project / "cases" / "b.jsonl").write_text(_case("hello", "hello", "echo: hello"))
+    done = tamesu(["test", "-i", "cases", "-n", "echo", "--dry-run", "-o", "all.jsonl"], cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["id"] for line in (project / "all.jsonl").read_text().splitlines()] == [
+        "greet", "bye", "hello"]
+    assert tamesu(["validate", "all.jsonl", "-n", "echo"], cwd=project).returncode == 0

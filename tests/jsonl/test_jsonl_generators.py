@@ -57,3 +57,22 @@ def test_a_generator_agent_answering_no_cases_is_one_line(expense_agent: Expense
     assert (done.returncode, done.stderr.strip()) == (3, "tamesu test: generator gen: no test cases "
                                                          "({\"cases\": [...]} or a JSON array of them) in "
                                                          "'nothing to offer'"), done.stdout
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("raise RuntimeError('no fixtures folder')", "generator tests.made raised RuntimeError: no fixtures folder"),
+    ("return []", "generator tests.made returned no test cases"),
+    ("return {'cases': 'none'}", "generator tests.made returned dict; expected a list of test cases, "
+                                 "{\"cases\": [...]} or JSONL text"),
+    ("return 'not json'", "generator tests.made returned JSONL whose line 1 is not JSON: Expecting value "
+                          "(column 1)"),
+])
+def test_a_generator_script_that_fails_is_the_suites_problem(expense_agent: ExpenseAgent, tmp_path: Path,
+                                                            body: str, said: str) -> None:
+    """The project's own script, as a script assertion or simulator is: its authors fix it (exit 2), where it was
+    the environment's (exit 3), and an empty list was said to be no list."""
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "scripts" / "tests").mkdir(parents=True)
+    (folder / "scripts" / "tests" / "made.py").write_text(f"def generate(inputs):\n    {body}\n")
+    done = run_test(["-i", "scripts:tests.made", "-n", "expense", "--dry-run"], cwd=folder)
+    assert (done.returncode, done.stderr.strip()) == (2, f"tamesu test: {said}"), done.stdout

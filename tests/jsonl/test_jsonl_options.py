@@ -152,3 +152,16 @@ def test_a_generator_parameter_given_twice_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         "tamesu test: -i 'agents:gen?count=2&focus=edge&count=3' gives count more than once: give each once")
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ("agents:gen?=3", "gives a parameter without a name: write name=value (count=10)"),
+    ("agents:gen?count=2&=x", "gives a parameter without a name: write name=value (count=10)"),
+    ("agents:?count=2", "names no generator: write agents:NAME, a model under models: or a target"),
+])
+def test_a_generator_given_without_a_name_is_one_line_saying_so(tmp_path: Path, given: str, said: str) -> None:
+    # before: "a model generator reads count, focus and complexity, not " (the name left blank), and "no model or
+    # target named '' to generate test cases"
+    (tmp_path / "tamesu.yaml").write_text("models:\n  gen: { provider: fake, rules: [] }\n")
+    done = run_test(["-i", given, "-n", "http://127.0.0.1:9"], cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (2, f"tamesu test: -i {given!r} {said}\n"), done.stdout

@@ -3,11 +3,14 @@ as one `file:line:col: path: problem` line, all at once (exit 2 through the comm
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import forked
 from agents.expense_agent import run_test
 from tamesu.errors import ConfigError
 from tamesu.jsonl.assertions import to_engine
@@ -84,8 +87,8 @@ def test_problems_name_file_line_column_and_path(tmp_path: Path) -> None:
         "cases.jsonl:7:27: not valid JSON: Expecting ',' delimiter",
         "cases.jsonl:8:134: checkpoints[0].after: checkpoints wait for each other in a cycle and can never be "
         "reached: p, q",
-        "cases.jsonl:9:68: assertions[0].use: no model named 'nobody' under models: (models: judge, simulator, "
-        "validator)",
+        "cases.jsonl:9:68: assertions[0].use: no model or target named 'nobody' for the validator (models: judge, "
+        "simulator, validator)",
         "cases.jsonl:9:130: assertions[1]: an agent assertion needs options.metadata.criteria",
         "cases.jsonl:11:8: id: another test case has id 'j' (line 10)",
         f"cases.jsonl:12:80: input[0].content[0].source: file not found: {tmp_path}/missing.jpg",
@@ -237,7 +240,7 @@ def test_an_empty_input_is_refused_where_it_is_written(tamesu: Any, tmp_path: Pa
             "cases.jsonl:1:22: input: empty: write what the user says",
             "cases.jsonl:2:22: input: only spaces: write what the user says",
             "cases.jsonl:3:50: turns[1].input: only spaces: write what the user says",
-            "cases.jsonl:5:22: input[0]: a user message with no words and no file: write what the user says",
+            "cases.jsonl:5:22: input: a user message with no words and no file: write what the user says",
             "4 problems found"], done.stderr
     for given in ("", " "):
         done = run_test(["-i", given, "-n", "bot"], cwd=tmp_path)
@@ -465,6 +468,47 @@ def test_a_model_targets_connector_names_a_model_when_the_case_loads(tmp_path: P
     done = run_test(["-i", "hello", "-n", "bot", "-c", "nosuch"], cwd=tmp_path)
     assert (done.returncode, done.stderr) == (2, "tamesu test: -c nosuch: no model named 'nosuch' under models: "
                                                  "(models: m)\n")
+
+
+def test_a_provider_model_of_no_known_provider_is_refused_where_written(tmp_path: Path) -> None:
+    # before: validate said ok, and every case that asked the model was an error when it ran (exit 3):
+    # "model 'scripts:x.y': Value error, unknown model provider 'scripts'"
+    (tmp_path / "cases.jsonl").write_text(
+        '{"id": "a", "input": "hi", "options": {"connector": "foo:bar"}}\n'
+        '{"id": "b", "input": "hi", "simulator": {"use": "foo:bar"}}\n'
+        '{"id": "c", "input": "hi", "assertions": [{"type": "agent", "use": "scripts:checks.tone", "options": '
+        '{"metadata": {"criteria": "polite"}}}]}\n'
+        '{"id": "d", "input": "hi", "options": {"connector": "fake:x"}}\n')
+    (tmp_path / "tamesu.yaml").write_text("models:\n  m: { provider: fake, rules: [{ say: hi }] }\n"
+                                          "targets:\n  bot: { type: model, model: m }\n")
+    unknown = "unknown model provider '{}' (one of anthropic, azure, fake, openai)"
+    done = run_test(["-i", "cases.jsonl", "-n", "bot"], cwd=tmp_path)
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        f"cases.jsonl:1:53: options.connector: 'foo:bar' is no model: {unknown.format('foo')}",
+        f"cases.jsonl:2:49: simulator.use: 'foo:bar' is no model: {unknown.format('foo')}",
+        f"cases.jsonl:3:68: assertions[0].use: 'scripts:checks.tone' is no model: {unknown.format('scripts')}",
+        "3 problems found"]), done.stderr
+    for flag in ("-c", "--simulator"):
+        done = run_test(["-i", "hello", "-n", "bot", flag, "foo:bar"], cwd=tmp_path)
+        assert (done.returncode, done.stderr) == (2, f"tamesu test: {flag} foo:bar: 'foo:bar' is no model: "
+                                                     f"{unknown.format('foo')}\n")
+
+
+def test_no_tamesu_yaml_found_is_said_so_not_that_it_has_no_targets(tmp_path: Path) -> None:
+    # before: "-n bot: no target named 'bot' (targets: tamesu.yaml has no targets: section)", with the project's
+    # tamesu.yaml (and its targets) in the working directory: the project is looked for from the cases' folder
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "tamesu.yaml").write_text("targets:\n  bot: { type: rest, url: http://127.0.0.1:9 }\n")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "cases.jsonl").write_text('{"id": "a", "input": "hi"}\n')
+    urls = "http(s):// for a rest or A2A agent, grpc(s):// for one with tamesu's turn API"
+    cases = str(tmp_path / "elsewhere" / "cases.jsonl")
+    for command, args in (("test", ["-i", cases]), ("validate", [cases])):
+        done = forked.run([command, *args, "-n", "bot"], tmp_path / "project", {**os.environ, "NO_COLOR": "1"}, 60,
+                          subprocess.DEVNULL)
+        assert (done.returncode, done.stderr) == (2, f"tamesu {command}: -n bot: no target named 'bot': no tamesu.yaml "
+                                                     f"in {tmp_path / 'elsewhere'} or a folder above it (up to the git "
+                                                     f"repository's root); or give a URL ({urls})\n"), done.stdout
 
 
 def test_an_assertion_that_could_never_fail_or_names_nothing_is_refused(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """`contains`, `not_contains`, `regex`, `not_regex`: what the agent said, over its whole transcript.
 
 The transcript is every agent turn in scope joined by newlines (`RunView.agent_text`), so `on_turn` narrows
-these checks to one turn. Values may hold templates (`{{captured.eta}}`), filled when the check runs.
+these checks to one turn; a pattern is searched in each turn as its own text first (`^` is a turn's start).
+Values may hold templates (`{{captured.eta}}`), filled when the check runs.
 The agent's spoken turns (audio targets) are also read as speech (tamesu.speech): a text is said when a
 listener would say so ("press 2" heard as "press two"), a pattern matches their words as spoken, unless the
 check says `match: exact`; `similarity` (0.8) is the share of a text's words that must be heard.
@@ -55,6 +56,15 @@ class PatternSpec(Strict):
 
 
 @dataclass
+class _Found:
+    """A pattern's match in the transcript: where (offsets in the joined text) and what it matched."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
 class _Hit:
     turn: int | None
     """The turn the match starts in; None when there is no turn text at all."""
@@ -82,6 +92,17 @@ class _Transcript:
                 end = offset + len(exchange.agent.text)
                 self._spans.append((offset, end, exchange.index))
                 offset = end + 1  # agent_text joins turns with one newline
+
+    def search(self, pattern: re.Pattern[str]) -> _Found | None:
+        """The first match in one turn, each turn searched as its own text, so `^` and `$` anchor at a turn's
+        start and end (across the joined transcript, `^Sorry` read the first turn only and `done$` the last:
+        a later turn that began "Sorry" passed a `not_regex`); then one across turns, as a pattern that spans
+        them was always matched."""
+        for start, end, _turn in self._spans:
+            if (found := pattern.search(self.text[start:end])) is not None:
+                return _Found(start + found.start(), start + found.end(), found.group(0))
+        found = pattern.search(self.text)
+        return _Found(found.start(), found.end(), found.group(0)) if found is not None else None
 
     def hit(self, start: int, end: int) -> _Hit:
         """The turn a match starts in, and the match with some context from that turn only."""
@@ -204,12 +225,12 @@ class _PatternCheck(Check[PatternSpec]):
         except TemplateError as exc:
             return template_failed(exc)
         transcript = _Transcript(run, self.spec.match == "speech")
-        found = pattern.search(transcript.text)
+        found = transcript.search(pattern)
         if found is None and transcript.spoken and (aloud := search(pattern, transcript.spoken)) is not None:
             return self._decide_spoken(*aloud[:2])
         return self._decide(transcript, found)
 
-    def _decide(self, transcript: _Transcript, match: re.Match[str] | None) -> Verdict:
+    def _decide(self, transcript: _Transcript, match: _Found | None) -> Verdict:
         raise NotImplementedError
 
     def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
@@ -223,14 +244,14 @@ class Regex(_PatternCheck):
 
     key = "regex"
 
-    def _decide(self, transcript: _Transcript, match: re.Match[str] | None) -> Verdict:
+    def _decide(self, transcript: _Transcript, match: _Found | None) -> Verdict:
         if match is None:
             return Verdict(
                 passed=False,
                 reason=f"expected a match for /{self.spec.pattern}/; {transcript.missing('none')}",
             )
-        hit = transcript.hit(match.start(), match.end())
-        return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {quote(match.group(0), 120)}",
+        hit = transcript.hit(match.start, match.end)
+        return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {quote(match.text, 120)}",
                        evidence=[hit.snippet])
 
     def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
@@ -244,15 +265,15 @@ class NotRegex(_PatternCheck):
 
     key = "not_regex"
 
-    def _decide(self, transcript: _Transcript, match: re.Match[str] | None) -> Verdict:
+    def _decide(self, transcript: _Transcript, match: _Found | None) -> Verdict:
         if match is None:
             return Verdict(passed=True, reason=f"no match for /{self.spec.pattern}/ in "
                                                f"{transcript.turn_count} turn(s)")
-        hit = transcript.hit(match.start(), match.end())
+        hit = transcript.hit(match.start, match.end)
         return Verdict(
             passed=False,
             reason=f"expected no match for /{self.spec.pattern}/; {transcript.where(hit)} has "
-            f"{quote(match.group(0), 120)}",
+            f"{quote(match.text, 120)}",
             evidence=[hit.snippet],
         )
 

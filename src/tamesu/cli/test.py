@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 import click
 
 from tamesu.cli.shared import cache_mode, run_options
-from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem
+from tamesu.errors import EXIT_CONFIG, EXIT_INFRA, ConfigError, InfraError, Problem, SuiteProblem
 from tamesu.models.base import ModelError
 from tamesu.plan.project import label as file_label
 
@@ -113,6 +113,10 @@ async def _main(**options: Any) -> int:
     named = [key for key, _ in parse_qsl(options["source"].partition("?")[2])] if source.params else []
     if twice := sorted({key for key in named if named.count(key) > 1}):  # dict() kept the last one, said nowhere
         _usage(f"-i {options['source']!r} gives {', '.join(twice)} more than once: give each once")
+    if "" in source.params:  # `?=3`: it was "a model generator reads count, focus and complexity, not " and nothing
+        _usage(f"-i {options['source']!r} gives a parameter without a name: write name=value (count=10)")
+    if source.kind == "agents" and not source.value:
+        _usage(f"-i {options['source']!r} names no generator: write agents:NAME, a model under models: or a target")
     where = Path(source.value) if source.kind in ("file", "folder") else Path.cwd()
     try:
         config = options["config"]
@@ -137,7 +141,7 @@ async def _main(**options: Any) -> int:
     for overwrite in overwrites:
         click.echo(f"warning: {overwrite}", err=True)
     try:
-        resolved, warnings = await resolve(options["target"], project, secrets)
+        resolved, warnings = await resolve(options["target"], project, secrets, None if config else where)
     except TargetProblem as exc:
         _usage(str(exc))
     except ConfigError as exc:
@@ -154,6 +158,9 @@ async def _main(**options: Any) -> int:
         _fail(exc.problems)
     except _Usage as exc:
         _usage(str(exc))
+    except SuiteProblem as exc:  # the project's own generator script raised or answered no test cases
+        click.echo(f"tamesu test: {exc}", err=True)
+        return EXIT_CONFIG
     except (InfraError, ModelError) as exc:
         click.echo(f"tamesu test: {exc}", err=True)
         return EXIT_INFRA
@@ -282,6 +289,13 @@ def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, opti
              folder: bool = False) -> int:
     from tamesu.report.console import make_console
 
+    if options["output"] and folder:  # one file of them would not load: "another test case has id 'greet'"
+        files: dict[str, list[str]] = {}
+        for parsed in cases:
+            files.setdefault(parsed.case.id, []).append(parsed.doc.label)
+        if shared := [f"{key} ({', '.join(labels)})" for key, labels in files.items() if len(labels) > 1]:
+            _usage(f"-o {options['output']}: the folder's files share case ids ({'; '.join(shared[:5])}), which one "
+                   "file cannot hold: give -i one file at a time")
     console = make_console(options["color"])
     console.print(f"Agent: {resolved.about}", soft_wrap=True, markup=False)
     console.print(f"Input: {label} ({len(cases)} test case{'s' if len(cases) != 1 else ''}), not run (--dry-run)",

@@ -102,7 +102,7 @@ async def validate_files(paths: list[Path], config: Path | None, name: str | Non
     done = Validated(files=len(paths), warnings=[str(w) for w in secrets.warnings])
     resolved: ResolvedTarget | None = None
     if name is not None or len(project.spec.targets) == 1:
-        resolved = await _target(name, project, secrets, done)
+        resolved = await _target(name, project, secrets, done, paths[0])
         done.target = resolved.about
     elif project.spec.targets:
         done.warnings.append(f"no -n: {len(project.spec.targets)} targets in tamesu.yaml, so what the agent "
@@ -124,11 +124,12 @@ async def validate_files(paths: list[Path], config: Path | None, name: str | Non
     return done
 
 
-async def _target(name: str | None, project: Project, secrets: Secrets, done: Validated) -> ResolvedTarget:
+async def _target(name: str | None, project: Project, secrets: Secrets, done: Validated,
+                  looked_from: Path) -> ResolvedTarget:
     """The agent under test as `tamesu test -n` finds it; an unset variable or secret it needs is a warning
     here, as `validate` says of suites (CI validates without them)."""
     try:
-        resolved, warnings = await resolve(name, project, secrets)
+        resolved, warnings = await resolve(name, project, secrets, looked_from)
     except ConfigError as exc:
         if not all(p.message.endswith("is not set") or p.message.endswith(f"is not set ({secrets.sources})")
                    for p in exc.problems):

@@ -195,7 +195,12 @@ def _validator(spec: SpecAssertion, resolver: Resolver) -> object:
     try:
         model = resolver.model_for(connector or name)
     except ValueError as exc:
-        raise AssertionProblem(("options", "connector") if connector else ("use",), str(exc)) from None
+        said = str(exc)
+        if not connector and name and name != "judge" and ":" not in name:  # a target may be named too
+            known = ", ".join(sorted(resolver.models)) or "none configured"
+            targets = f"; targets: {', '.join(sorted(resolver.helpers))}" if resolver.helpers else ""
+            said = f"no model or target named {name!r} for the validator (models: {known}{targets})"
+        raise AssertionProblem(("options", "connector") if connector else ("use",), said) from None
     judge = _engine({"judge": {"rubric": criteria_rubric(spec.metadata), "model": model}}, spec)
     judge.names_rubric = False  # the assertion's label quotes the criteria
     return judge

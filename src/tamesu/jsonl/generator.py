@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, SuiteProblem
 from tamesu.models.base import ModelClient, Models
 from tamesu.roles.generator import cases_answered, cases_in_jsonl, write_cases
 from tamesu.roles.scripted_users import HelperAgent
@@ -74,17 +74,25 @@ async def from_script(function: Callable[..., object], name: str, about: Mapping
                       params: dict[str, str]) -> list[object]:
     count = count_of(params) if "count" in params else MAX_COUNT
     inputs = {**about, **params, **({"count": count} if "count" in params else {})}
+    # the project's own function: what it raises or answers wrong is the suite's to fix (exit 2), as a script
+    # assertion's or a script simulator's is, never the environment's
     try:
         result = function(inputs)
         if inspect.isawaitable(result):
             result = await result
     except Exception as exc:
-        raise InfraError(f"generator {name} raised {type(exc).__name__}: {exc}") from exc
+        raise SuiteProblem(f"generator {name} raised {type(exc).__name__}: {exc}") from exc
     if isinstance(result, str):
-        result = cases_in_jsonl(result, name)
+        try:
+            result = cases_in_jsonl(result, name)
+        except InfraError as exc:
+            raise SuiteProblem(str(exc)) from None
     if isinstance(result, dict) and isinstance(result.get("cases"), list):
         result = result["cases"]
-    if not isinstance(result, list) or not result:
-        raise InfraError(f"generator {name} returned {type(result).__name__}; expected a list of test cases")
+    if isinstance(result, list) and not result:
+        raise SuiteProblem(f"generator {name} returned no test cases")
+    if not isinstance(result, list):
+        raise SuiteProblem(f"generator {name} returned {type(result).__name__}; expected a list of test cases, "
+                           "{\"cases\": [...]} or JSONL text")
     return _with_ids(result, count)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -143,11 +143,23 @@ def parse_objects(objects: Sequence[object], label: str, base_dir: Path, setting
     return parse_text(text, label, base_dir, settings)
 
 
+class _OneMessage(JsonDocument):
+    """A case whose `input` is one message {role, content}: read as a list of one, it has no index 0 in the file,
+    so a problem of it is named `input.role`, not `input[0].role` (at the message's own key, not the object)."""
+
+    def problem(self, loc: Sequence[object], message: str, *, key: bool = False) -> Problem:
+        if len(loc) > 1 and loc[0] == "input" and loc[1] == 0:
+            loc = ("input", *loc[2:])
+        return super().problem(loc, message, key=key)
+
+
 def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseSettings,
                 problems: list[Problem]) -> ParsedCase | None:
     if not isinstance(raw, dict):
         problems.append(doc.problem((), "a test case is a JSON object with id and input"))
         return None
+    if isinstance(raw.get("input"), dict):
+        doc = _OneMessage(**vars(doc))
     try:
         case = TestCase.model_validate(raw)
     except ValidationError as exc:
@@ -171,7 +183,7 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
     if settings.history_refusal is not None and case.input is not None and len(case.input) > 1:
         problems.append(doc.problem(("input",), f"a history of {len(case.input)} messages would reach the agent as "
                                     f"its last message alone ({settings.history_refusal})"))
-    _check_files(case, raw, doc, dirs, settings, problems)
+    _check_files(case, doc, dirs, settings, problems)
     problems += [doc.problem(loc, why) for loc, why in unknown_connectors(settings.target_type, case,
                                                                           settings.resolver.models)]
     resolver = settings.resolver
@@ -323,14 +335,11 @@ def file_ref(part: ContentPart, dirs: Path | list[Path]) -> FileRef:
     return sent_file(part.source or "", part.name, part.mime, dirs)
 
 
-def _check_files(case: TestCase, raw: Mapping[str, object], doc: JsonDocument, dirs: list[Path],
+def _check_files(case: TestCase, doc: JsonDocument, dirs: list[Path],
                  settings: ParseSettings, problems: list[Problem]) -> None:
     connector = case.options.connector if case.options else None
     for loc, part in _parts(case):
         path = file_path(part.source or "", dirs)
-        # a single message written as an object has no index 0 in the file: point at the part anyway
-        if isinstance(raw.get("input"), dict) and loc[0] == "input":
-            loc = ("input", *loc[2:])
         if path is not None and not is_file(path):
             where = " or ".join(str(folder / (part.source or "").removeprefix("file://")) for folder in dirs)
             problems.append(doc.problem((*loc, "source"), f"file not found: {where}"))

@@ -21,7 +21,8 @@ def simulator_named(use: str, resolver: Resolver, config: dict[str, object] | No
     if helper is not None:
         return SimulatorRef("target", name, config or {}, helper=helper, connector=connector)
     if name in resolver.models or ":" in name:
-        return SimulatorRef("model", name, config or {}, connector=connector)
+        why = unknown_model(name, resolver.models)
+        return SimulatorRef("model", name, config or {}, connector=connector) if why is None else why
     known = ", ".join(sorted(resolver.models)) or "none configured"
     targets = f"; targets: {', '.join(sorted(resolver.helpers))}" if resolver.helpers else ""
     return f"no model or target named {name!r} for the simulator (models: {known}{targets})"

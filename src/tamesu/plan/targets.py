@@ -137,13 +137,21 @@ def is_url(name: str) -> bool:
     return bool(_URL.match(name))
 
 
-async def resolve(name: str | None, project: Project, secrets: Secrets) -> tuple[ResolvedTarget, list[Problem]]:
-    """The target `-n` names (None: the project's only target). Raises TargetProblem or ConfigError."""
+async def resolve(name: str | None, project: Project, secrets: Secrets,
+                  looked_from: Path | None = None) -> tuple[ResolvedTarget, list[Problem]]:
+    """The target `-n` names (None: the project's only target). Raises TargetProblem or ConfigError.
+    `looked_from`: where tamesu.yaml was looked for (and above), to say so when none was found."""
     if name is not None and is_url(name):
         return await _from_url(name), []
     if name is not None and _SCHEME.match(name):
         raise TargetProblem(f"-n {name}: not a URL tamesu can test: give {URLS}, or a target of tamesu.yaml")
     loaded, warnings = load_project_targets(project)
+    if project.doc is None:  # "tamesu.yaml has no targets: section" sent the user to a file that was never read
+        named = f"-n {name}: no target named {name!r}" if name is not None else "name the agent to test with -n"
+        start = looked_from or project.dir
+        folder = start if start.is_dir() else start.parent
+        raise TargetProblem(f"{named}: no tamesu.yaml in {folder} or a folder above it (up to the git repository's "
+                            f"root); or give a URL ({URLS})")
     if name is None:
         if len(loaded) != 1:
             known = ", ".join(loaded) or "none in tamesu.yaml"
@@ -399,7 +407,16 @@ class Resolver:
 def unknown_model(name: str | None, models: Iterable[str]) -> str | None:
     """Why `name` (a connector, a validator's or simulator's model) names no model, or None when it does: a name
     under `models:`, or provider:model."""
-    if name is None or name in models or ":" in name:
+    if name is None or name in models:
+        return None
+    if ":" in name:  # provider:model, its provider known: `foo:bar` was an error of every run that asked it
+        from tamesu.models.spec import ModelSpec
+
+        try:
+            ModelSpec.model_validate(name)
+        except ValidationError as exc:
+            said = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            return f"{name!r} is no model: {said}"
         return None
     known = ", ".join(sorted(models)) or "none configured"
     return f"no model named {name!r} under models: (models: {known})"

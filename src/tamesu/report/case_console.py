@@ -207,6 +207,9 @@ class TestConsole:
             self._verdict(_PIPE, verdict)
         if record.goal_achieved and turn.turn == len(record.turns or []):
             self._line(_PIPE, f"Goal achieved: {record.goal_achieved}")
+        elif record.end_reason == "simulator_stopped" and turn.turn == len(record.turns or []):
+            # the conversation ended here, the agent perhaps still asking: said, as a goal reached is
+            self._line(_PIPE, ("Simulator stopped: no next message, its goal not reached", "yellow"))
         self._line("  │")
 
     def _missing(self, record: CaseRecord) -> None:

@@ -254,7 +254,9 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
         record.assertion_errors = _errors(record.assertions)
         return record
     record.turns = [_turn(t, parsed, graded, result, user) for t in result.turns]
-    record.total_turns = len(result.turns)
+    if (cut := _cut_turn(parsed, graded, result, user)) is not None:
+        record.turns.append(cut)
+    record.total_turns = len(record.turns)
     record.final_assertions = _verdicts(parsed.final, finals, result.status, result.end_reason) \
         if parsed.final else None
     record.assertion_errors = _errors(record.final_assertions)
@@ -303,6 +305,24 @@ def _turn(turn: Any, parsed: ParsedCase, graded: list[AssertionResult], result: 
         status=status, error=error,
         duration_ms=round(turn.agent.latency_ms, 1),
     )
+
+
+def _cut_turn(parsed: ParsedCase, graded: list[AssertionResult], result: RunResult,
+              user: CaseUser | None) -> TurnRecord | None:
+    """The turn the test's timeout cut short while the agent answered it: sent, never answered, so no exchange of
+    the run holds it; the design's failed turn (`error: timeout after 30s`), its input said, not left out."""
+    if result.end_reason != "timeout" or user is None or user.sent is None or user.sent[0] != len(result.turns) + 1:
+        return None
+    index, sent = user.sent
+    written = parsed.turn_assertions.get(index, [])
+    verdicts = _verdicts(written, [a for a in graded if a.on_turn == index], result.status,
+                         result.end_reason) if written else None
+    answered = result.turns[-1].agent.completed_at_ms if result.turns else None
+    return TurnRecord(
+        turn=index, input=sent.display(), input_source=sent.source, output="", assertions=verdicts,
+        assertion_errors=_errors(verdicts), status="failed",
+        error=next((a.reason for a in result.assertions if a.name == "conversation" and not a.passed), None),
+        duration_ms=round(max(0.0, result.duration_ms - (answered or 0.0)), 1))
 
 
 def _checkpoints(parsed: ParsedCase, tracker: Tracker, graded: list[AssertionResult],
