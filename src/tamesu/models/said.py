@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlparse
 
+from tamesu import matching
+
 
 def is_local_url(url: str | None) -> bool:
     """Whether a base_url points at this machine (where servers need no key)."""
@@ -26,8 +28,8 @@ def redact(text: str, secret: str | None) -> str:
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A server's words (or an exception's) on one line of an error, cut at a word past `limit`."""
+    return matching.one_line(str(text), limit)
 
 
 def not_a_completion(answer: object, needed: str) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from tamesu.matching import one_line
 from tamesu.report.case_records import AssertionRecord, CaseRecord, TurnRecord
 from tamesu.report.console import writes_plain
 from tamesu.suite.secrets import Redactor
@@ -33,10 +34,7 @@ _PIPE = "  │          "
 
 
 def _quoted(text: str, limit: int | None) -> str:
-    flat = " ".join(text.split())
-    if limit is not None and len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    return json.dumps(flat, ensure_ascii=False)
+    return json.dumps(one_line(text, limit), ensure_ascii=False)
 
 
 def _seconds(ms: float) -> str:
