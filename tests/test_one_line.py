@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tamesu.checks.base import show
-from tamesu.matching import fitted, one_line
+from tamesu.matching import fitted, one_line, quoted
 
 
 def test_empty_and_blank_text_is_an_empty_line() -> None:
@@ -74,3 +74,10 @@ def test_a_checks_show_cuts_text_at_a_word_and_on_one_line() -> None:
     assert len(said) <= 120 and said.endswith("…") and "\n" not in said
     flat = text.replace("\n", " ")
     assert flat.startswith(said[:-1]) and flat[len(said) - 1] == " ", said
+
+
+def test_quoted_is_one_line_in_double_quotes_with_the_cut_inside() -> None:
+    # a Python repr said 'Please provide PO number.' but "I'd say\nso": the quote marks changed with the words
+    assert quoted("I'd say\nso") == '"I\'d say so"'
+    assert quoted('she said "no"') == '"she said \\"no\\""'
+    assert quoted("the quick brown fox", 10) == '"the quick…"'

@@ -53,6 +53,13 @@ def one_line(text: str, limit: int | None = None, *, width: Callable[[str], int]
     return cut.rstrip() + ELLIPSIS
 
 
+def quoted(text: str, limit: int | None = None) -> str:
+    """`text` as a line quotes what someone said (an agent, a model, a server): in double quotes, JSON's escapes,
+    on one line and cut as `one_line` cuts, the `…` inside the quotes. A Python repr put single quotes (double
+    ones when the text had an apostrophe) and a `\\n` for each line break."""
+    return json.dumps(one_line(text, limit), ensure_ascii=False)
+
+
 def _joined(text: str, at: int) -> bool:
     """Whether a cut before `text[at]` splits what reads as one character."""
     before, after = text[at - 1], text[at]

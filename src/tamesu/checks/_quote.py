@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from tamesu.matching import one_line
+from tamesu.matching import one_line, quoted
 
 QUOTED = 300
 """Characters of text a reason quotes at most: a few sentences, enough to see what was said instead."""
@@ -38,7 +38,7 @@ def exception_line(exc: BaseException) -> str:
 
 def quote(text: str, limit: int = QUOTED) -> str:
     """`text` as a reason quotes it: `"one line, cut…"`, the ellipsis inside the quotes."""
-    return json.dumps(one_line(text, limit), ensure_ascii=False)
+    return quoted(text, limit)
 
 
 def quote_turns(turns: Sequence[str], limit: int = QUOTED) -> str:

@@ -36,9 +36,9 @@ def not_a_completion(answer: object, needed: str) -> str:
     """What a 200 answer that is not a completion was, in a few words, for the one-line error."""
     if isinstance(answer, str | bytes):
         text = answer.decode(errors="replace") if isinstance(answer, bytes) else answer
-        return f"the body is text: {one_line(text, 80)!r}" if text.strip() else "the body is empty"
+        return f"the body is text: {matching.quoted(text, 80)}" if text.strip() else "the body is empty"
     if isinstance(answer, list):
         return "the body is a JSON array"
     if answer is None:
         return "no body"
-    return f"the JSON has no {needed!r}"
+    return f"the JSON has no {matching.quoted(needed)}"

@@ -9,13 +9,12 @@ next utterance (`UserAction.listen`); a target that cannot hear more unprompted 
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass
 
 from tamesu.conversation import Exchange
-from tamesu.matching import one_line
+from tamesu.matching import one_line, quoted
 from tamesu.speech.phrase import Heard, closest, find
 from tamesu.suite.schema import ScriptStep
 
@@ -72,12 +71,6 @@ def what_was_said(expected: str, turns: list[Exchange], step: ScriptStep) -> str
     if spoken and step.match != "exact" and (near := closest(expected, spoken)) is not None:
         line += f" (closest: {quoted(near.quote)}, {near.matched} of {near.words} words)"
     return line + untranscribed
-
-
-def quoted(text: str) -> str:
-    """`text` as a failure's line quotes it, as the checks' reasons do: in double quotes, on one line. A Python
-    repr put single quotes (double ones when the agent's words had an apostrophe) and `\\n` for a line break."""
-    return json.dumps(one_line(text), ensure_ascii=False)
 
 
 @dataclass
