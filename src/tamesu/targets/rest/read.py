@@ -13,6 +13,7 @@ import jsonpath
 from tamesu.conversation import Handoff, ToolCall, TurnError
 from tamesu.targets._tool_arguments import read_arguments
 from tamesu.targets.base import HandoffSpec
+from tamesu.targets.rest.http import excerpt
 from tamesu.targets.rest.spec import Condition, PathEquals, ResponseSpec
 from tamesu.targets.rest.stream_errors import error_event, stream_failure
 
@@ -33,7 +34,6 @@ COMMON_TEXT_PATHS = (
 )
 """Where agents commonly put their reply, tried in order when `response.text` was not set and `$.text` is empty."""
 _KEYS_SHOWN = 12
-EXCERPT = 200
 
 
 @functools.lru_cache(maxsize=256)
@@ -94,8 +94,7 @@ def searched(status: int, doc: object) -> str:
     (a path finds nothing in text), or the JSON itself."""
     if doc is None or doc == "":
         return f"the answer is empty (HTTP {status})"
-    text = as_text(doc)
-    shown = text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+    shown = excerpt(doc)
     return f"the answer is not JSON (HTTP {status}): {shown}" if isinstance(doc, str) else f"the answer was {shown}"
 
 
