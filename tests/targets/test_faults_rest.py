@@ -145,6 +145,15 @@ async def test_a_web_page_for_an_answer_is_where_tamesu_was_sent_naming_the_page
     assert turn.text == "<p>Your order <b>A-1</b> has shipped.</p>"
 
 
+def test_a_long_page_title_is_cut_at_a_word_with_an_ellipsis() -> None:
+    from tamesu.targets._web_page import page_title
+
+    # it was cut at 80 characters mid-word and without a sign of the cut: "...Sign in to your acco"
+    title = "Acme Corporation &ndash; Customer Portal &ndash; Sign in to your account to continue to the dashboard"
+    assert page_title(f"<html><head><title>\n  {title}\n</title></head></html>") == (
+        "Acme Corporation \u2013 Customer Portal \u2013 Sign in to your account to continue to the…")
+
+
 async def test_a_5xx_answer_is_said_in_one_line_a_proxys_error_page_by_its_title(tmp_path: Path, faulty: str) -> None:
     # before: a proxy's HTML error page or the agent's traceback was put in the failure as it came, over many lines
     error = await _turn_error(tmp_path, {"url": f"{faulty}/proxy-error"})
