@@ -275,6 +275,36 @@ tests:
     assert done.returncode == 3, said
 
 
+def test_a_trigger_answer_cut_short_never_says_the_start_of_a_secret(tamesu: Callable, tmp_path: Path,
+                                                                    serve: Callable) -> None:
+    # before: the answer was cut bare at 200 characters and then masked: a secret the cut fell in was said up to
+    # the cut ("zq7-tr"), since the masking knows only a secret's start cut at an ellipsis
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    token = "zq7-trig-5e0c-9981"
+    answer = "no campaign named spring:\n" + "x" * 162 + " " + token + " was the key"
+    app = Starlette(routes=[Route("/call", lambda _: PlainTextResponse(answer, 422), methods=["POST"])])
+    server = serve(app)
+    suite = _suite(tmp_path, f"""
+targets:
+  callback:
+    type: sip
+    direction: inbound
+    trigger: {{ http: {{ url: "{server.url}/call?key={{{{secrets.TRIGGER_TOKEN}}}}" }} }}
+    ring_timeout: 5s
+tests:
+  - {{ name: refused, target: callback, scenario: {{ script: [ {{ wait_for: hello }} ] }} }}
+""")
+    done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path,
+                  env={**OFFLINE, "TRIGGER_TOKEN": token}, timeout=120)
+    said = done.stdout + done.stderr
+    assert f"answered HTTP 422: no campaign named spring: {'x' * 162}…" in said, said
+    assert token[:6] not in said, said
+    assert done.returncode == 3, said
+
+
 def test_an_agent_that_never_calls_back_is_told_with_the_address_it_was_given(tamesu: Callable,
                                                                              tmp_path: Path) -> None:
     # before: 'the agent did not call within 2s (no_answer); the agent was never reached', of an agent the
