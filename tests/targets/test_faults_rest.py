@@ -113,6 +113,11 @@ async def _open_refused(_: Request) -> Response:
     return PlainTextResponse("no such tenant:\n" + "x" * 172 + f" {_OPEN_KEY} was the key", status_code=403)
 
 
+async def _nameless_call(_: Request) -> Response:
+    # a tool call without a name, whose arguments quote a key where a cut at 200 characters falls
+    return JSONResponse({"text": "ok", "tool_calls": [{"args": {"note": "x " * 80, "key": _OPEN_KEY}}]})
+
+
 def _app() -> Starlette:
     routes = [("/locked", _locked), ("/json-404", _json_404), ("/deep", _deep), ("/long-number", _long_number),
               ("/deep-arguments", _deep_arguments),
@@ -120,7 +125,8 @@ def _app() -> Starlette:
               ("/tools", _tools_only), ("/sign-in", _sign_in_page), ("/html-reply", _html_reply),
               ("/ollama", _ollama_shaped), ("/langserve", _langserve_shaped),
               ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error),
-              ("/proxy-error", _proxy_error_page), ("/crash-trace", _crash_trace), ("/open-refused", _open_refused)]
+              ("/proxy-error", _proxy_error_page), ("/crash-trace", _crash_trace), ("/open-refused", _open_refused),
+              ("/nameless", _nameless_call)]
     return Starlette(routes=[Route(path, handler, methods=["POST"]) for path, handler in routes])
 
 
@@ -153,6 +159,18 @@ async def test_a_refused_session_open_is_one_line_that_never_says_the_start_of_a
     said = str(caught.value)
     assert said.endswith(f"/open-refused answered HTTP 403: no such tenant: {'x' * 172}…"), said
     assert _OPEN_KEY[:6] not in said, said
+
+
+async def test_a_nameless_tool_call_is_quoted_cut_at_a_word_never_saying_the_start_of_a_secret(
+        tmp_path: Path, faulty: str) -> None:
+    # before: its JSON cut bare at 200 characters, before the masking: the key the cut fell in was said up to it
+    session = new_session(tmp_path, environ={"OPEN_KEY": _OPEN_KEY})
+    async with opened({"url": f"{faulty}/nameless"}, session) as target:
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="hi"))
+    said = session.redactor.text(str(caught.value))
+    assert said.startswith('response.tool_calls ($.tool_calls): a call without a name: {"args": {"note": "x x'), said
+    assert said.endswith('x x ", "key":…') and _OPEN_KEY[:6] not in said, said
 
 
 async def _turn_error(tmp_path: Path, spec: dict[str, Any]) -> TurnError:

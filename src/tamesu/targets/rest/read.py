@@ -171,12 +171,12 @@ def _tool_items(found: Sequence[object]) -> list[object]:
 def _tool_call(item: object, path: str) -> ToolCall:
     """A tool call as agents write it: {name, args|arguments|input, result|output}, or OpenAI's {function: ...}."""
     if not isinstance(item, Mapping):
-        raise TurnError(f"response.tool_calls ({path}): expected objects with a name, got {as_text(item)[:200]}")
+        raise TurnError(f"response.tool_calls ({path}): expected objects with a name, got {excerpt(item)}")
     raw_function = item.get("function")
     function: Mapping[str, object] = raw_function if isinstance(raw_function, Mapping) else {}
     name = item.get("name") or item.get("tool") or function.get("name")
     if not isinstance(name, str) or not name:
-        raise TurnError(f"response.tool_calls ({path}): a call without a name: {as_text(item)[:200]}")
+        raise TurnError(f"response.tool_calls ({path}): a call without a name: {excerpt(item)}")
     args = _first_present(item, "args", "arguments", "input", "parameters")
     if args is None:
         args = function.get("arguments")
