@@ -5,6 +5,7 @@ error, a `wait_for` that waited in vain). Six copies cut it each their own way b
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -22,6 +23,14 @@ def test_line_breaks_and_tabs_fold_to_one_space_and_runs_of_plain_spaces_stay() 
     assert one_line("Your order\r\n\n   ships\ton Friday.  Thanks") == "Your order ships on Friday.  Thanks"
     assert one_line("  padded  ") == "padded"
     assert one_line("a\u2028b\u00a0c") == "a b c"  # a Unicode line separator, a no-break space
+    assert one_line("a \n \t  b   c\t") == "a b   c"
+
+
+def test_a_long_run_of_spaces_takes_no_time() -> None:
+    # the fold took time growing with the square of a run of spaces: 11 s for 30,000 of them, 2 minutes for 100,000
+    started = time.perf_counter()
+    assert one_line("a" + " " * 100_000 + "b\nc", 20) == "a…"
+    assert time.perf_counter() - started < 2, time.perf_counter() - started
 
 
 def test_exactly_the_bound_is_whole_and_one_more_is_cut_within_it() -> None:
