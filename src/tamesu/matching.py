@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 
 ELLIPSIS = "…"
 """What stands where a line was cut: one character, counted in its bound."""
-_SPACES = re.compile(r"\s+")
-r"""A run of white space: one with a line break or a tab in it (any white space but a plain space) is folded, runs
-of plain spaces are kept (`_folded`). Found whole and then looked at: `\s*[^\S ]\s*` took time growing with the
-square of a run of spaces (11 s for 30,000 of them in an agent's answer)."""
+_SPACES = re.compile(r"\s{2,}|[^\S ]")
+r"""White space worth a look (a run, or a lone break or tab; a lone plain space, most of them, is left alone):
+one with a line break or a tab in it (any white space but a plain space) is folded, runs of plain spaces are kept
+(`_folded`). Found whole and then looked at: `\s*[^\S ]\s*` took time growing with the square of a run of
+spaces (11 s for 30,000 of them in an agent's answer)."""
 _ZWJ = "\u200d"
 
 
@@ -31,19 +32,20 @@ def one_line(text: str, limit: int | None = None, *, width: Callable[[str], int]
     flat = _SPACES.sub(_folded, text).strip()
     if limit is None:
         return flat
-    wide = width or (lambda _char: 1)
-    if (len(flat) if width is None else sum(map(wide, flat))) <= limit:
-        return flat
-    room = limit - wide(ELLIPSIS)
     if width is None:
-        end = max(room, 0)
+        if len(flat) <= limit:
+            return flat
+        end = max(limit - 1, 0)
     else:
-        end = used = 0
+        # as far as the bound only: a value of megabytes is not measured whole to show 120 characters of it
+        room, end, used = limit - width(ELLIPSIS), 0, 0
         for char in flat:
-            used += wide(char)
-            if used > room:
+            used += width(char)
+            if used > limit:
                 break
-            end += 1
+            end += 1 if used <= room else 0
+        else:
+            return flat
     while 0 < end < len(flat) and _joined(flat, end):
         end -= 1
     cut = flat[:end]
