@@ -1,4 +1,5 @@
-"""Matching values the way a user means them, shared by assertions and by targets that answer tool calls.
+"""Matching values the way a user means them, shared by assertions and by targets that answer tool calls, and
+showing them (and any text) the way a line quotes them.
 
 A number written as text equals the number, `true` is not `1`, and a string in an expected argument that is
 not equal may be a full regular expression.
@@ -8,13 +9,91 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import unicodedata
+from collections.abc import Callable, Mapping
+
+ELLIPSIS = "…"
+"""What stands where a line was cut: one character, counted in its bound."""
+_SPACES = re.compile(r"\s{2,}|[^\S ]")
+r"""White space worth a look (a run, or a lone break or tab; a lone plain space, most of them, is left alone):
+one with a line break or a tab in it (any white space but a plain space) is folded, runs of plain spaces are kept
+(`_folded`). Found whole and then looked at: `\s*[^\S ]\s*` took time growing with the square of a run of
+spaces (11 s for 30,000 of them in an agent's answer)."""
+_ZWJ = "\u200d"
+
+
+def one_line(text: str, limit: int | None = None, *, width: Callable[[str], int] | None = None) -> str:
+    """`text` as a line quotes it (a failure's reason, a report's cell, an error): each line break or tab, with
+    the white space around it, as one space, the ends stripped. With `limit`, a longer line is cut to at most
+    `limit` with `…` as its last character: at the end of a word (before a space), unless that keeps less than
+    half of what fits (one long word, a URL: cut inside it), and never inside what reads as one character (a
+    letter and its accent, a joined or skin-toned emoji, a flag). The bound counts characters, not bytes;
+    `width` says how wide a character is written where that is not one (a JSON string's escapes)."""
+    flat = _SPACES.sub(_folded, text).strip()
+    if limit is None:
+        return flat
+    if width is None:
+        if len(flat) <= limit:
+            return flat
+        end = max(limit - 1, 0)
+    else:
+        # as far as the bound only: a value of megabytes is not measured whole to show 120 characters of it
+        room, end, used = limit - width(ELLIPSIS), 0, 0
+        for char in flat:
+            used += width(char)
+            if used > limit:
+                break
+            end += 1 if used <= room else 0
+        else:
+            return flat
+    while 0 < end < len(flat) and _joined(flat, end):
+        end -= 1
+    cut = flat[:end]
+    if end < len(flat) and flat[end] != " ":  # the cut is inside a word: back to the word's end
+        at_space = cut.rfind(" ")
+        if at_space > end // 2:
+            cut = cut[:at_space]
+    return cut.rstrip() + ELLIPSIS
+
+
+def _folded(run: re.Match[str]) -> str:
+    """`"a  b"` is what it is, and an expected `"a  b"` beside a found `"a b"` must not read the same: only a run
+    with a line break or a tab in it becomes one space."""
+    spaces = run.group()
+    return spaces if spaces.count(" ") == len(spaces) else " "
+
+
+def quoted(text: str, limit: int | None = None) -> str:
+    """`text` as a line quotes what someone said (an agent, a model, a server): in double quotes, JSON's escapes,
+    on one line and cut as `one_line` cuts, the `…` inside the quotes. A Python repr put single quotes (double
+    ones when the text had an apostrophe) and a `\\n` for each line break."""
+    return json.dumps(one_line(text, limit), ensure_ascii=False)
+
+
+def _joined(text: str, at: int) -> bool:
+    """Whether a cut before `text[at]` splits what reads as one character."""
+    before, after = text[at - 1], text[at]
+    if unicodedata.category(after).startswith("M") or _ZWJ in (before, after):
+        return True  # an accent, a keycap's ring; the parts of a joined emoji
+    if "\ufe00" <= after <= "\ufe0f" or "\U0001f3fb" <= after <= "\U0001f3ff" or "\U000e0020" <= after <= "\U000e007f":
+        return True  # a variation (text or emoji), a skin tone, a subdivision flag's tags
+    if _flag_letter(after):
+        letters = 0
+        while at - letters > 0 and _flag_letter(text[at - letters - 1]):
+            letters += 1
+        return letters % 2 == 1  # a flag is two letters: an odd run before the cut ends in half of one
+    return False
+
+
+def _flag_letter(char: str) -> bool:
+    return "\U0001f1e6" <= char <= "\U0001f1ff"
 
 
 def show(value: object, limit: int = 120) -> str:
-    """A value as it should read in a reason line: short, JSON for structures (cut as `fitted` cuts them)."""
+    """A value as it should read in a reason line: text on one line and cut at a word (`one_line`), JSON for
+    structures (cut as `fitted` cuts them)."""
     if isinstance(value, str):
-        return value if len(value) <= limit else value[: limit - 1] + "…"
+        return one_line(value, limit)
     return fitted(value, limit)
 
 
@@ -102,24 +181,17 @@ def _fitted_object(pairs: list[tuple[str, object]], limit: int) -> str:
 
 
 def _fitted_text(text: str, limit: int) -> str:
-    """`text` as a JSON string of at most `limit` characters (its escapes counted as written), `…` inside the
-    quotes where it is cut, at a word's end unless that loses most of the room."""
+    """`text` as a JSON string of at most `limit` characters (its escapes counted as written); one that does not
+    fit is cut as `one_line` cuts, `…` inside the quotes."""
     quoted = _json(text)
     if len(quoted) <= limit:
         return quoted
-    room = max(limit - 3, 1)  # the quotes and the …
-    end = used = 0
-    for char in text:
-        width = len(_json(char)) - 2
-        if used + width > room:
-            break
-        used += width
-        end += 1
-    cut = text[:end]
-    at_space = cut.rfind(" ")
-    if at_space > end // 2:
-        cut = cut[:at_space]
-    return _json(cut.rstrip() + "…")
+    return _json(one_line(text, max(limit - 2, 2), width=_written))
+
+
+def _written(char: str) -> int:
+    """How many characters `char` takes in a JSON string: `\\"` two, a control character six."""
+    return len(_json(char)) - 2
 
 
 def number_text(value: float) -> str:

@@ -331,7 +331,7 @@ def test_a_non_completion_and_a_bug_are_each_one_tests_error(tmp_path: Path, ser
     assert "Traceback" not in output
     what = "chat completion" if provider == "openai" else "Messages answer"
     assert (f"judge: {provider}:test-model: HTTP 200 but not a {what} (the body is text: "
-            "'<html><body>Welcome to the proxy</body></html>')") in output
+            '"<html><body>Welcome to the proxy</body></html>")') in output
     assert f"simulator: {provider}:test-model: HTTP 200 but not a {what} (the JSON has no " in output
     assert "internal error: RuntimeError: a bug inside one check (traceback in run-1/traceback.txt)" in output
     assert "PASS  suite/still runs" in output

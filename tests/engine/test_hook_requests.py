@@ -57,8 +57,16 @@ async def _endless(request: Request) -> Response:
     return StreamingResponse(chunks(), media_type="text/plain")
 
 
+_TRACE = "Traceback (most recent call last):\n" + '  File "app.py", line 12, in seed\n' * 30
+
+
+async def _crashed(_request: Request) -> Response:
+    return PlainTextResponse(_TRACE, status_code=500)
+
+
 def _backend(serve: Callable[[Any], Any]) -> str:
     return str(serve(Starlette(routes=[Route("/slow", _slow), Route("/seed", _locked, methods=["POST"]),
+                                       Route("/crashed", _crashed, methods=["POST"]),
                                        Route("/moved", _moved, methods=["POST"]), Route("/endless", _endless)])).url)
 
 
@@ -130,6 +138,12 @@ def test_a_refused_request_says_what_the_backend_answered(tmp_path: Path, serve:
     code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/seed", method: POST, body: {{ n: 1 }} }} }}\n')
     assert code == 3, said
     assert f'POST {url}/seed answered 409, expected a 2xx status: {{"error":"the database is locked"}}' in said, said
+    # a backend's stack trace: its lines on one line, cut at a word's end with … (was: cut mid-word at 400)
+    code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/crashed", method: POST }} }}\n')
+    assert code == 3, said
+    words = said.split(f"POST {url}/crashed answered 500, expected a 2xx status: ", 1)[1].split("\n", 1)[0]
+    assert words.startswith('Traceback (most recent call last): File "app.py", line 12, in seed File "app.py"'), words
+    assert words.endswith(', line 12, in seed File…') and len(words) <= 400, words
     # a backend that quotes the key it was sent: masked, on the console and in every record
     code, said = _run(tmp_path, f'    - {{ http: {{ url: "{url}/seed", method: POST, '
                                 'headers: { X-Api-Key: "{{secrets.SEED_KEY}}" } } }\n')

@@ -104,11 +104,13 @@ def _user(*texts: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(("lines", "found"), [
     (["I want to fly to Paris", ""], "said nothing at turn 2"),
-    (["As an AI language model, I can't book flights"], "it says it is an AI"),
-    (["I'm a simulated user"], "it says it is an AI"),
+    # what it said is quoted as other reasons quote, in double quotes: a Python repr put single ones, and double
+    # ones only when the words had an apostrophe ('As an AI' beside "I'm a simulated")
+    (["As an AI language model, I can't book flights"], 'it says it is an AI ("As an AI")'),
+    (["I'm a simulated user"], 'it says it is an AI ("I\'m a simulated")'),
     (["Book me a seat please", "Book me a seat please"], "repeated its previous line"),
-    (["Hello! How can I help you today?"], "spoke as the agent"),
-    (["My booking ref is XYZ999"], "booking_ref as 'XYZ999', the persona's fact is 'ABC123'"),
+    (["Hello! How can I help you today?"], 'spoke as the agent at turn 1 ("How can I help you")'),
+    (["My booking ref is XYZ999"], 'booking_ref as "XYZ999", the persona\'s fact is "ABC123"'),
 ])
 def test_each_deterministic_check_finds_its_case(lines: list[str], found: str) -> None:
     finding = deterministic_finding(_user(*lines), {"booking_ref": "ABC123"})

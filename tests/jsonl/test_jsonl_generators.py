@@ -56,7 +56,7 @@ def test_a_generator_agent_answering_no_cases_is_one_line(expense_agent: Expense
     done = run_test(["-i", "agents:gen?count=2", "-n", "expense", "--dry-run"], cwd=folder)
     assert (done.returncode, done.stderr.strip()) == (3, "tamesu test: generator gen: no test cases "
                                                          "({\"cases\": [...]} or a JSON array of them) in "
-                                                         "'nothing to offer'"), done.stdout
+                                                         '"nothing to offer"'), done.stdout
 
 
 @pytest.mark.parametrize(("body", "said"), [

@@ -59,5 +59,5 @@ def test_a_case_nobody_answered_says_a_person_was_asked(expense_agent: ExpenseAg
                     stdin="\n")
     assert done.returncode == 1, done.stdout + done.stderr
     assert json.loads(out.read_text())["error"] == (
-        "the agent awaits input after turn 1 ('Please provide PO number.') and no input is available, and the "
+        'the agent awaits input after turn 1 ("Please provide PO number.") and no input is available, and the '
         "person asked gave none (an empty line) (on_missing_input: fail)")

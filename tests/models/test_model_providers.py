@@ -528,7 +528,7 @@ async def test_anthropic_answers_read_as_plain_json(claude: tuple[AnthropicServe
     provider = AnthropicProvider("claude-opus-4-7", api_key=KEY, base_url=base_url)
     try:
         answer = await provider.generate(ask())
-        with pytest.raises(ModelError, match=r"HTTP 200 but not a Messages answer \(the JSON has no 'content'\)"):
+        with pytest.raises(ModelError, match=r'HTTP 200 but not a Messages answer \(the JSON has no "content"\)'):
             await provider.generate(ask())
     finally:
         await provider.aclose()

@@ -195,9 +195,11 @@ async def test_doctor_calls_a_model_ready_only_after_a_completion(server: tuple[
     label = f"{spec.provider}:test-model"
     what = "chat completion" if spec.provider == "openai" else "Messages answer"
     model_server.plan(raw("<html>It works!</html>", "text/html"))
-    assert await check(spec) == f"{label}: HTTP 200 but not a {what} (the body is text: '<html>It works!</html>')"
+    # the server's words quoted as other lines quote them, in double quotes (a Python repr put single ones)
+    assert await check(spec) == f'{label}: HTTP 200 but not a {what} (the body is text: "<html>It works!</html>")'
     model_server.plan(raw({"object": "list", "data": []}))
-    assert (await check(spec) or "").startswith(f"{label}: HTTP 200 but not a {what} (the JSON has no ")
+    needed = "choices" if spec.provider == "openai" else "content"
+    assert await check(spec) == f'{label}: HTTP 200 but not a {what} (the JSON has no "{needed}")'
     model_server.plan(text(""))
     assert await check(spec) == f"{label}: answered with an empty completion"
     # a reasoning model spends the probe's 16 tokens thinking: it answered all the same
@@ -262,7 +264,7 @@ tests:
     result = tamesu(["doctor"], cwd=tmp_path, env={"OPENAI_API_KEY": ""})
     assert "models.judge (openai:good-model): ready" in result.stdout, result.stdout
     assert ("models.simulator (openai:proxy): openai:proxy: HTTP 200 but not a chat completion (the body is "
-            "text: 'Welcome to nginx!')") in result.stdout, result.stdout
+            'text: "Welcome to nginx!")') in result.stdout, result.stdout
     assert result.returncode != 0
 
 

@@ -140,11 +140,11 @@ async def test_fake_judge_not_transcript_and_context_conditions() -> None:
 async def test_a_fake_judge_with_no_matching_rule_fails_loudly() -> None:
     provider = fake({"rubric": "(?i)refund", "pass": True})
     request = ModelRequest(purpose="judge", messages=[], context={"rubric": "The agent is polite", "transcript": []})
-    with pytest.raises(ModelError, match="fake judge: no rule matches rubric 'The agent is polite'") as caught:
+    with pytest.raises(ModelError, match='fake judge: no rule matches rubric "The agent is polite"') as caught:
         await provider.generate(request)
     assert not caught.value.retryable
 
-    with pytest.raises(InfraError, match=r"^fake judge: no rule matches rubric 'The agent is polite'"):
+    with pytest.raises(InfraError, match=r'^fake judge: no rule matches rubric "The agent is polite"'):
         await Judge(provider).grade(JudgeInput(rubric="The agent is polite"))
     with pytest.raises(InfraError, match="no rule matches"):
         await Judge(fake()).grade(JudgeInput(rubric="anything"))  # no rules at all: never a pass
@@ -162,7 +162,7 @@ async def test_fake_extract_rules() -> None:
     assert await extractor.extract("the carrier", "UPS brings it") == "UPS"
     assert await extractor.extract("the carrier", "A van brings it") is None
     assert all(r.fake for r in extractor.responses) and len(extractor.responses) == 4
-    with pytest.raises(InfraError, match="fake extract: no rule matches description 'the colour'"):
+    with pytest.raises(InfraError, match='fake extract: no rule matches description "the colour"'):
         await extractor.extract("the colour", "It is blue")
 
 
@@ -184,8 +184,15 @@ async def test_fake_model_target_calls_tools_then_says() -> None:
 
     hello = await provider.generate(ModelRequest(purpose="counterpart", messages=[], context={"message": "hello"}))
     assert hello.text == "Hi! How can I help?"
-    with pytest.raises(ModelError, match="fake target: no rule matches the message 'bye'"):
+    with pytest.raises(ModelError, match='fake target: no rule matches the message "bye"'):
         await provider.generate(ModelRequest(purpose="target", messages=[Message(role="user", content="bye")]))
+    # a long message on lines of its own: one line, cut at a word with … inside the quotes (a Python repr of its first
+    # 80 characters was cut mid-word, with `\n` and no sign of the cut)
+    long = "Can you\nhelp me? " + "It is about my order. " * 10
+    with pytest.raises(ModelError) as caught:
+        await provider.generate(ModelRequest(purpose="target", messages=[Message(role="user", content=long)]))
+    assert str(caught.value) == ('fake target: no rule matches the message "Can you help me? It is about my order. '
+                                 'It is about my order. It is about my…"')
 
 
 @pytest.mark.parametrize(("rule", "problem"), [

@@ -100,7 +100,7 @@ def test_the_example_suite_passes_with_steps_artifacts_and_the_widget(
 
 EXPECTED_FAILURES = {
     "a goal the shop cannot meet":
-        "step 1: goal 'Find the novel Ubik and open its page' not reached: the goal was not reached within its "
+        'step 1: goal "Find the novel Ubik and open its page" not reached: the goal was not reached within its '
         "3 steps",
     "a selector that matches nothing": "step 1: click: nothing matches '#nope' within 0.5s",
     "a navigation outside allowed_domains":
@@ -113,11 +113,13 @@ EXPECTED_FAILURES = {
         "step 2: a11y: 1 axe violation at or above serious: label (critical, 1 node: #card)",
     "the cart is not the home page": "step 2: visual home: ",
     "an expectation the page does not meet":
-        "step 1: expect 'The page shows the book Solaris' did not hold: The page does not show Solaris.",
-    "a text that is not there": "step 1: assert_text: 'Ubik' is not in 'h1' within 0.5s (it says 'Find a book')",
+        'step 1: expect "The page shows the book Solaris" did not hold: The page does not show Solaris.',
+    # the words (the goal, the expectation, the text and what the page says) in double quotes as every line quotes
+    # words (they were Python reprs); a selector as written ('h1', '#nope')
+    "a text that is not there": """step 1: assert_text: "Ubik" is not in 'h1' within 0.5s (it says "Find a book")""",
     "a script that never finishes": "step 1: eval_js: the script did not finish within 0.5s",
     "a goal whose link leads nowhere":
-        "step 1: goal 'Visit the closed shop' not reached: the browser agent gave up: the closed shop's page does "
+        'step 1: goal "Visit the closed shop" not reached: the browser agent gave up: the closed shop\'s page does '
         "not load",
 }
 

@@ -364,7 +364,7 @@ tests:
 """, pages, shared_chromium)
     assert done.returncode == 1, done.stdout + done.stderr
     failures = str(_rows(run_dir)["terms"]["runs"][0]["failures"])
-    assert re.search(r"expect 'the page says shipping is free' did not hold: The part of the page shown says nothing "
+    assert re.search(r'expect "the page says shipping is free" did not hold: The part of the page shown says nothing '
                      r"of shipping\. \(the judge saw only the first 8000 of \d+ characters of the page text and "
                      r"the first 12000 of \d+ characters of the aria snapshot\)",
                      failures), failures
@@ -712,7 +712,7 @@ tests:
     page = requests[0]["messages"][-1]["content"]
     assert f"(act in it with frame: {frame}):" in page, page
     said = [m["content"] for m in requests[-1]["messages"] if m["role"] == "tool"]
-    assert said == ["ok: filled '#q'", "ok: clicked button 'Send'", "ok: 'From the frame: pears.' is visible"
+    assert said == ["ok: filled '#q'", "ok: clicked button 'Send'", 'ok: "From the frame: pears." is visible'
                     ], said
     goal = _result(run_dir, "ask-the-widget")["turns"][1]["agent"]["response"]
     assert goal["reached"] and goal["prompt_version"] == "browser_agent.v2", goal
@@ -732,3 +732,25 @@ tests:
         f"error {i}" for i in range(1, 21)]
     assert [(e["data"]["kind"], e["data"]["kept"]) for e in events if e["name"] == "page_events_cut"] == [
         ("page_console_error", 20)]
+
+
+def test_a_browser_agent_answering_in_words_is_quoted_on_one_line(tmp_path: Path, pages: str,
+                                                                  shared_chromium: str) -> None:
+    """A browser model that answers in words, no tool call: its step said `answered without a tool call: "I'd
+    search for it,\\nthen open it"` as a Python repr (its quotes chosen by the apostrophe, the line break as `\\n`)."""
+    done, run_dir = _run(tmp_path, r"""
+models:
+  browser: { provider: fake, rules: [{ say: "I'd search for it,\nthen open it" }] }
+targets:
+  shop: { type: browser, url: "{{env.PAGES}}host.html", step_timeout: 3s }
+tests:
+  - name: words
+    target: shop
+    steps:
+      - goal: Find the pears
+        max_steps: 1
+""", pages, shared_chromium)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (step,) = _result(run_dir, "words")["turns"][0]["agent"]["raw"][0]["agent_steps"]
+    assert step["outcome"] == 'answered without a tool call: "I\'d search for it, then open it"', step
+    assert 'step 1: goal "Find the pears" not reached: ' in done.stdout, done.stdout

@@ -289,7 +289,8 @@ def test_a_reply_over_http_under_an_id_no_request_had_is_said_at_once(tmp_path: 
     # a web site, a plain-text health check: "cannot be reached: MCP error -32600: Unexpected content type:
     # text/html; charset=utf-8", neither the page nor the url named
     ("html", "HTTP 200 and a web page titled 'Welcome to nginx!' (text/html)"),
-    ("text", "HTTP 200 and text/plain: 'Hello, world'"),
+    # what it said quoted as every line quotes words, cut with … (a Python repr of its first 60 characters and ...)
+    ("text", 'HTTP 200 and text/plain: "Hello, world and more, and more, and more, and more, and…"'),
 ])
 def test_a_url_that_is_no_mcp_server_is_one_line(tmp_path: Path, tamesu: Any, serve: Any, kind: str,
                                                  came_back: str) -> None:
@@ -302,7 +303,7 @@ def test_a_url_that_is_no_mcp_server_is_one_line(tmp_path: Path, tamesu: Any, se
             return Response("<!doctype html><html><head><title>Welcome to nginx!</title></head></html>",
                             media_type="text/html")
         if kind == "text":
-            return PlainTextResponse("Hello, world")
+            return PlainTextResponse("Hello, world\n\n" + "and more, " * 10)
         return JSONResponse({"reply": "Hello! How can I help?", "done": False})
 
     url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST", "GET"])])).url

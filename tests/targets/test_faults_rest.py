@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from sessions import events
+from sessions import events, new_session
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.net.serve import ThreadServer
@@ -105,6 +105,19 @@ async def _long_number(_: Request) -> Response:
     return Response('{"text": "hi", "n": ' + "9" * 5000 + "}", media_type="application/json")
 
 
+_OPEN_KEY = "zq7-open-5e0c-9981"
+
+
+async def _open_refused(_: Request) -> Response:
+    # a backend's error over lines, quoting the key it was sent where a cut at 200 characters falls
+    return PlainTextResponse("no such tenant:\n" + "x" * 172 + f" {_OPEN_KEY} was the key", status_code=403)
+
+
+async def _nameless_call(_: Request) -> Response:
+    # a tool call without a name, whose arguments quote a key where a cut at 200 characters falls
+    return JSONResponse({"text": "ok", "tool_calls": [{"args": {"note": "x " * 80, "key": _OPEN_KEY}}]})
+
+
 def _app() -> Starlette:
     routes = [("/locked", _locked), ("/json-404", _json_404), ("/deep", _deep), ("/long-number", _long_number),
               ("/deep-arguments", _deep_arguments),
@@ -112,7 +125,8 @@ def _app() -> Starlette:
               ("/tools", _tools_only), ("/sign-in", _sign_in_page), ("/html-reply", _html_reply),
               ("/ollama", _ollama_shaped), ("/langserve", _langserve_shaped),
               ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error),
-              ("/proxy-error", _proxy_error_page), ("/crash-trace", _crash_trace)]
+              ("/proxy-error", _proxy_error_page), ("/crash-trace", _crash_trace), ("/open-refused", _open_refused),
+              ("/nameless", _nameless_call)]
     return Starlette(routes=[Route(path, handler, methods=["POST"]) for path, handler in routes])
 
 
@@ -120,6 +134,43 @@ def _app() -> Starlette:
 def faulty() -> Iterator[str]:
     with ThreadServer(_app()) as server:
         yield server.url
+
+
+async def test_a_refused_session_open_is_one_line_that_never_says_the_start_of_a_secret(tmp_path: Path,
+                                                                                      faulty: str) -> None:
+    # before: its first 200 characters as they came, line breaks too, then masked: the key the cut fell in was
+    # said up to the cut ("zq7-open-5e0c")
+    session = new_session(tmp_path, environ={"OPEN_KEY": _OPEN_KEY})
+    spec = {"url": f"{faulty}/chat", "session": {"open": {"url": "/open-refused",
+                                                          "headers": {"X-Key": "{{secrets.OPEN_KEY}}"}}}}
+    with pytest.raises(InfraError) as caught:
+        async with opened(spec, session):
+            pass
+    said = str(caught.value)
+    assert said.endswith(f"/open-refused answered HTTP 403: no such tenant: {'x' * 172}…"), said
+    assert _OPEN_KEY[:6] not in said, said
+    # the same request made for any other target (an mcp, a2a or voice target's session.open)
+    from tamesu.targets.base import SessionOpenSpec
+    from tamesu.targets.session_open import open_session
+
+    opening = SessionOpenSpec.model_validate(spec["session"]["open"] | {"url": f"{faulty}/open-refused"})
+    with pytest.raises(InfraError) as caught:
+        await open_session(opening, session, "mcp target m")
+    said = str(caught.value)
+    assert said.endswith(f"/open-refused answered HTTP 403: no such tenant: {'x' * 172}…"), said
+    assert _OPEN_KEY[:6] not in said, said
+
+
+async def test_a_nameless_tool_call_is_quoted_cut_at_a_word_never_saying_the_start_of_a_secret(
+        tmp_path: Path, faulty: str) -> None:
+    # before: its JSON cut bare at 200 characters, before the masking: the key the cut fell in was said up to it
+    session = new_session(tmp_path, environ={"OPEN_KEY": _OPEN_KEY})
+    async with opened({"url": f"{faulty}/nameless"}, session) as target:
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="hi"))
+    said = session.redactor.text(str(caught.value))
+    assert said.startswith('response.tool_calls ($.tool_calls): a call without a name: {"args": {"note": "x x'), said
+    assert said.endswith('x x ", "key":…') and _OPEN_KEY[:6] not in said, said
 
 
 async def _turn_error(tmp_path: Path, spec: dict[str, Any]) -> TurnError:
@@ -143,6 +194,15 @@ async def test_a_web_page_for_an_answer_is_where_tamesu_was_sent_naming_the_page
     async with opened({"url": f"{faulty}/html-reply"}, make_session(tmp_path)) as target:
         turn = await target.send(UserTurn(text="hi"))
     assert turn.text == "<p>Your order <b>A-1</b> has shipped.</p>"
+
+
+def test_a_long_page_title_is_cut_at_a_word_with_an_ellipsis() -> None:
+    from tamesu.targets._web_page import page_title
+
+    # it was cut at 80 characters mid-word and without a sign of the cut: "...Sign in to your acco"
+    title = "Acme Corporation &ndash; Customer Portal &ndash; Sign in to your account to continue to the dashboard"
+    assert page_title(f"<html><head><title>\n  {title}\n</title></head></html>") == (
+        "Acme Corporation \u2013 Customer Portal \u2013 Sign in to your account to continue to the…")
 
 
 async def test_a_5xx_answer_is_said_in_one_line_a_proxys_error_page_by_its_title(tmp_path: Path, faulty: str) -> None:

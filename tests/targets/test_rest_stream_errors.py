@@ -4,7 +4,9 @@ suite's `response.final` names that event); against the real agents of agents.re
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,3 +86,31 @@ async def test_a_text_stream_may_send_a_brace(rest_agents: RunningAgents, tmp_pa
     finally:
         await target.close()
     assert turn.text == 'x = {"a": 1'
+
+
+async def test_a_long_error_is_cut_at_a_word_and_never_says_the_start_of_a_secret(tmp_path: Path,
+                                                                                   serve: Any) -> None:
+    # before: cut bare at 300 characters, before the masking: a key the gateway quoted where the cut fell was said
+    # up to it ("zq7-sse-5e0c"), since the masking knows a secret cut short only at an ellipsis
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    key = "zq7-sse-5e0c-9981"
+
+    async def stream() -> AsyncIterator[str]:
+        yield 'data: {"delta": "Let me"}\n\n'
+        yield f"event: error\ndata: upstream refused: {'x' * 266} {key} was the key\n\n"
+
+    url = serve(Starlette(routes=[Route("/sse", lambda _: StreamingResponse(stream(), media_type="text/event-stream"),
+                                        methods=["POST"])])).url
+    session = new_session(tmp_path, environ={"GATEWAY_KEY": key})
+    target = RestTarget(RestSpec.model_validate({"type": "rest", "url": f"{url}/sse", "streaming": "sse"}), "api")
+    await target.open(session)
+    try:
+        with pytest.raises(TurnError) as failed:
+            await target.send(UserTurn(text="hi"))
+    finally:
+        await target.close()
+    said = session.redactor.text(str(failed.value))
+    assert said == f"the agent's stream reported an error: upstream refused: {'x' * 266}…", said

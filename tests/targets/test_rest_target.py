@@ -212,7 +212,7 @@ async def test_a_stream_that_stalls_times_out_with_what_came_before(rest_agents:
                 await target.send(UserTurn(text="stall"))
         if failed.value.raw:
             break
-    assert str(failed.value) == f"turn timed out after {timeout}s ({waiting}; 1 event came before, its text: 'Let me')"
+    assert str(failed.value) == f'turn timed out after {timeout}s ({waiting}; 1 event came before, its text: "Let me")'
     assert failed.value.raw == [{"delta": "Let me"}]  # the failed turn keeps them
 
 
@@ -360,6 +360,9 @@ async def test_session_open_that_trickles_is_given_up_at_its_timeout(rest_agents
 @pytest.mark.parametrize(("body", "said"), [
     ({"message": "x"}, "the answer is not JSON (HTTP 200): plain: x"),  # was: "found nothing in plain: x"
     (None, "the answer is empty (HTTP 204)"),  # was: "found nothing in null"
+    # a long answer on lines: one line cut at a word's end with … (was: cut at 200 characters mid-word, `...`)
+    ({"message": "Your order\nships " + "on Friday, " * 30},
+     "the answer is not JSON (HTTP 200): plain: Your order ships" + " on Friday," * 16 + "…"),
 ])
 async def test_session_open_capture_says_when_the_answer_is_no_json(rest_agents: RunningAgents, tmp_path: Path,
                                                                     body: Any, said: str) -> None:

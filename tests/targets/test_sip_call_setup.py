@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -245,17 +246,14 @@ tests:
     assert done.returncode == 3, said
 
 
-def test_a_trigger_the_server_refuses_names_the_request_and_its_answer(tamesu: Callable, tmp_path: Path,
-                                                                       serve: Callable) -> None:
-    # before: 'the trigger request answered HTTP 422': neither which request nor why
+def _refused_trigger(tamesu: Callable, tmp_path: Path, serve: Callable, answer: Any, token: str
+                     ) -> tuple[str, str, int]:
+    """A run whose inbound call's trigger the server refuses with HTTP 422 and `answer` (a Response); the key
+    `token` is in the trigger's query: (the server's url, what the run said, its exit code)."""
     from starlette.applications import Starlette
-    from starlette.responses import JSONResponse
     from starlette.routing import Route
 
-    token = "trigger-token-5e0c"
-    app = Starlette(routes=[Route("/call", lambda _: JSONResponse({"error": "no campaign named spring"}, 422),
-                                  methods=["POST"])])
-    server = serve(app)
+    server = serve(Starlette(routes=[Route("/call", lambda _: answer, methods=["POST"])]))
     suite = _suite(tmp_path, f"""
 targets:
   callback:
@@ -268,11 +266,35 @@ tests:
 """)
     done = tamesu(["run", str(suite), "--out", str(tmp_path / "out")], cwd=tmp_path,
                   env={**OFFLINE, "TRIGGER_TOKEN": token}, timeout=120)
-    said = done.stdout + done.stderr
-    assert re.search(rf"sip target callback: the trigger request to {re.escape(server.url)}/call\?key=\*\*\*&to=sip:"
+    return server.url, done.stdout + done.stderr, done.returncode
+
+
+def test_a_trigger_the_server_refuses_names_the_request_and_its_answer(tamesu: Callable, tmp_path: Path,
+                                                                       serve: Callable) -> None:
+    # before: 'the trigger request answered HTTP 422': neither which request nor why
+    from starlette.responses import JSONResponse
+
+    token = "trigger-token-5e0c"
+    url, said, code = _refused_trigger(tamesu, tmp_path, serve, JSONResponse({"error": "no campaign named spring"},
+                                                                             422), token)
+    assert re.search(rf"sip target callback: the trigger request to {re.escape(url)}/call\?key=\*\*\*&to=sip:"
                      r"\S+ answered HTTP 422: \{\"error\":\s?\"no campaign named spring\"\}", said), said
     assert token not in said
-    assert done.returncode == 3, said
+    assert code == 3, said
+
+
+def test_a_trigger_answer_cut_short_never_says_the_start_of_a_secret(tamesu: Callable, tmp_path: Path,
+                                                                    serve: Callable) -> None:
+    # before: the answer was cut bare at 200 characters and then masked: a secret the cut fell in was said up to
+    # the cut ("zq7-trig-5e"), since the masking knows only a secret's start cut at an ellipsis
+    from starlette.responses import PlainTextResponse
+
+    token = "zq7-trig-5e0c-9981"
+    answer = "no campaign named spring:\n" + "x" * 162 + " " + token + " was the key"
+    _, said, code = _refused_trigger(tamesu, tmp_path, serve, PlainTextResponse(answer, 422), token)
+    assert f"answered HTTP 422: no campaign named spring: {'x' * 162}…" in said, said
+    assert token[:6] not in said, said
+    assert code == 3, said
 
 
 def test_an_agent_that_never_calls_back_is_told_with_the_address_it_was_given(tamesu: Callable,

@@ -5,10 +5,11 @@ JUnit, HTML and Markdown; the whole text stays in the run's transcript."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 
 from pydantic import ValidationError
+
+from tamesu.matching import one_line, quoted
 
 QUOTED = 300
 """Characters of text a reason quotes at most: a few sentences, enough to see what was said instead."""
@@ -16,32 +17,11 @@ SAID = 1000
 """Characters of a reason someone else wrote (a model's, a script's) that a verdict keeps."""
 
 
-_BREAKS = re.compile(r"\s*[^\S ]\s*")
-"""A run of white space with a line break or a tab in it; runs of plain spaces are kept (`"a  b"` is what it is)."""
-
-
-def one_line(text: str) -> str:
-    """`text` with each line break (and the white space around it) as one space: a reason is one line wherever it
-    is shown, and a `\\n` in it showed as a backslash and an n in its JSON quote."""
-    return _BREAKS.sub(" ", text).strip()
-
-
-def clipped(text: str, limit: int) -> str:
-    """`text` on one line, cut at a word's end near `limit` with `…` when longer."""
-    flat = one_line(text)
-    if len(flat) <= limit:
-        return flat
-    cut = flat[: limit - 1]
-    at_space = cut.rfind(" ")
-    # a word's end unless that loses most of the room (one long word, a URL)
-    return (cut[:at_space] if at_space > limit // 2 else cut).rstrip() + "…"
-
-
 def their_line(text: str, limit: int = SAID) -> str:
     """A reason written by someone else (a judge model, a validator agent, a project's script): one line, cut
     with `…` past `limit`. A judge's paragraphs, or a script's `assert ok, run.text` quoting a 50 KB answer,
     were the one line every report shows."""
-    return clipped(text, limit)
+    return one_line(text, limit)
 
 
 def exception_line(exc: BaseException) -> str:
@@ -58,7 +38,7 @@ def exception_line(exc: BaseException) -> str:
 
 def quote(text: str, limit: int = QUOTED) -> str:
     """`text` as a reason quotes it: `"one line, cut…"`, the ellipsis inside the quotes."""
-    return json.dumps(clipped(text, limit), ensure_ascii=False)
+    return quoted(text, limit)
 
 
 def quote_turns(turns: Sequence[str], limit: int = QUOTED) -> str:

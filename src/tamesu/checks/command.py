@@ -23,10 +23,10 @@ import shlex
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
-from tamesu.checks._quote import QUOTED, one_line
+from tamesu.checks._quote import QUOTED
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import InfraError, SuiteProblem, TemplateError
-from tamesu.matching import number_text, shown
+from tamesu.matching import number_text, one_line, shown
 from tamesu.plugins import register
 from tamesu.runtime.shell import run_shell
 from tamesu.suite.schema import Duration, Strict

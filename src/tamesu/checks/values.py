@@ -8,11 +8,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator
 
 from tamesu.checks._compare import as_text, template_failed
-from tamesu.checks._quote import one_line
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import compile_path, locate
 from tamesu.errors import TemplateError
-from tamesu.matching import shown, shown_apart
+from tamesu.matching import one_line, shown, shown_apart
 from tamesu.plugins import register
 from tamesu.types import Strict
 

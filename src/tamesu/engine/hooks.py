@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 
 from tamesu.errors import TemplateError
+from tamesu.matching import one_line
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import async_client, moved, os_reason
 from tamesu.net.tls import tls_reason
@@ -100,7 +101,7 @@ async def _run_request(hook: HookSpec, context: Context, timeout: float) -> None
         wanted = (" or ".join(map(str, expected)) if isinstance(expected, list) else str(expected)) \
             if expected is not None else "a 2xx status"
         # the backend's words say why (`{"error": "the database is locked"}`); an empty answer says nothing more
-        words = " ".join(response.text[:TAIL_CHARS * 4].split())
-        said = f": {words[:TAIL_CHARS]}{'…' if len(words) > TAIL_CHARS else ''}" if words else ""
+        words = one_line(response.text[:TAIL_CHARS * 4], TAIL_CHARS)
+        said = f": {words}" if words else ""
         said += moved(response)
         raise HookFailed(f"{spec.method} {url} answered {response.status_code}, expected {wanted}{said}")

@@ -22,6 +22,7 @@ from tamesu.checks.base import RunView
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError, UserTurn
 from tamesu.engine import metrics as metric_math
 from tamesu.errors import InfraError
+from tamesu.matching import quoted
 from tamesu.models.base import Models
 from tamesu.models.client import ModelRegistry
 from tamesu.models.structured import json_in
@@ -149,7 +150,7 @@ class TargetHelper:
             except ValidationError:
                 continue
         raise InfraError(f"{mode} {self.name}: no usable answer ({', '.join(schema.model_fields)}) in "
-                         f"{(text or json.dumps(response, default=str))[:200]!r}")
+                         f"{quoted(text or json.dumps(response, default=str), 200)}")
 
 
 async def _quietly(closing: object) -> None:

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from tamesu.matching import quoted
 from tamesu.models._fake_rule_errors import Found, in_file, listed, validation_problems
 from tamesu.models.base import (
     Embeddings,
@@ -293,14 +294,14 @@ class FakeProvider(Provider):
             if rule.trace is not None and not in_trace:
                 continue
             top, bottom = (5, 1) if context.get("scale") == "1-5" and mode == "rubric" else (1, 0)
-            quoted = found or in_trace
-            evidence = rule.evidence if rule.evidence is not None else ([quoted.group(0)] if quoted else [])
+            cited = found or in_trace
+            evidence = rule.evidence if rule.evidence is not None else ([cited.group(0)] if cited else [])
             return {
                 "pass": rule.passed,
                 "score": rule.score if rule.score is not None else (top if rule.passed else bottom),
                 "reason": rule.reason or f"fake judge: rule {number}", "evidence": evidence,
             }
-        what = {"rubric": f"rubric {rubric[:80]!r}", "evaluator": f"the evaluator {evaluator}",
+        what = {"rubric": f"rubric {quoted(rubric, 80)}", "evaluator": f"the evaluator {evaluator}",
                 "simulator_audit": "the simulated user's audit"}.get(
             mode, "the grounded check")
         raise ModelError(f"fake judge: no rule matches {what}", retryable=False)
@@ -323,7 +324,7 @@ class FakeProvider(Provider):
             if match:
                 return {"found": True, "value": match.group(1) if match.groups() else match.group(0)}
         if not described:
-            raise ModelError(f"fake extract: no rule matches description {description[:80]!r}", retryable=False)
+            raise ModelError(f"fake extract: no rule matches description {quoted(description, 80)}", retryable=False)
         return {"found": False, "value": ""}
 
     def _target(self, request: ModelRequest) -> tuple[str, list[ToolRequest]]:
@@ -340,7 +341,7 @@ class FakeProvider(Provider):
                          for k, c in enumerate(rule.tool_calls, start=1)]
                 return "", calls
             return rule.say or "", []
-        raise ModelError(f"fake {request.purpose}: no rule matches the message {str(message)[:80]!r}",
+        raise ModelError(f"fake {request.purpose}: no rule matches the message {quoted(str(message), 80)}",
                          retryable=False)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlparse
 
+from tamesu import matching
+
 
 def is_local_url(url: str | None) -> bool:
     """Whether a base_url points at this machine (where servers need no key)."""
@@ -26,17 +28,17 @@ def redact(text: str, secret: str | None) -> str:
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """A server's words (or an exception's) on one line of an error, cut at a word past `limit`."""
+    return matching.one_line(str(text), limit)
 
 
 def not_a_completion(answer: object, needed: str) -> str:
     """What a 200 answer that is not a completion was, in a few words, for the one-line error."""
     if isinstance(answer, str | bytes):
         text = answer.decode(errors="replace") if isinstance(answer, bytes) else answer
-        return f"the body is text: {one_line(text, 80)!r}" if text.strip() else "the body is empty"
+        return f"the body is text: {matching.quoted(text, 80)}" if text.strip() else "the body is empty"
     if isinstance(answer, list):
         return "the body is a JSON array"
     if answer is None:
         return "no body"
-    return f"the JSON has no {needed!r}"
+    return f"the JSON has no {matching.quoted(needed)}"

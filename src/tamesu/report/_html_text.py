@@ -43,13 +43,3 @@ def text_of(value: object) -> str:
 
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def clip_words(text: str, limit: int) -> str:
-    """`text` cut at a word's end near `limit` with `…` when longer, unless that loses most of the room (one long
-    word, a URL)."""
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    at_space = cut.rfind(" ")
-    return (cut[:at_space] if at_space > limit // 2 else cut).rstrip() + "…"

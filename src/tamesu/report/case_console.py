@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from tamesu.matching import quoted
 from tamesu.report.case_records import AssertionRecord, CaseRecord, TurnRecord
 from tamesu.report.console import writes_plain
 from tamesu.suite.secrets import Redactor
@@ -30,13 +31,6 @@ _MARK = {"passed": ("✓", "green"), "failed": ("✗", "red"), "error": ("!", "m
          "inconclusive": ("?", "yellow"), "quarantined": ("~", "yellow")}
 _SOURCE = {"simulator": "[Simulated] ", "human": "[Human] "}
 _PIPE = "  │          "
-
-
-def _quoted(text: str, limit: int | None) -> str:
-    flat = " ".join(text.split())
-    if limit is not None and len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    return json.dumps(flat, ensure_ascii=False)
 
 
 def _seconds(ms: float) -> str:
@@ -162,7 +156,7 @@ class TestConsole:
         if record.status != "passed" or self.verbose:
             calls = [f"[tool: {_call(call)}]" for call in record.tool_calls or []]
             if record.response or (record.response is not None and not calls):
-                self._line("  Agent: ", _quoted(record.response, self._limit))
+                self._line("  Agent: ", quoted(record.response, self._limit))
             elif calls:  # the agent only called a tool
                 calls[0] = f"Agent: {calls[0]}"
             for call in calls:
@@ -189,11 +183,11 @@ class TestConsole:
         if turn.turn == 1 and _simulator_led(record) and turn.input_source == "static":
             marker = "[Initial] "
         status = "FAILED" if turn.status == "failed" else "PASSED"
-        self._line(f"  ├─ Turn {turn.turn}: {marker}{_quoted(turn.input, self._limit)} → ",
+        self._line(f"  ├─ Turn {turn.turn}: {marker}{quoted(turn.input, self._limit)} → ",
                    (status, _STYLE[status]), f" ({_seconds(turn.duration_ms)})")
         calls = [f"[tool: {_call(call)}]" for call in turn.tool_calls or []]
         if turn.output or not calls:
-            self._line(_PIPE, "Agent: ", _quoted(turn.output, self._limit))
+            self._line(_PIPE, "Agent: ", quoted(turn.output, self._limit))
         else:  # a turn that only called a tool: the call is what the agent did, as the design's console has it
             calls[0] = f"Agent: {calls[0]}"
         for call in calls:
@@ -220,7 +214,7 @@ class TestConsole:
         nobody = f", nobody answered ({missing.person})" if missing.person else ""
         self._line(_PIPE, f"Reason: Agent awaiting input, no next turn defined{nobody} (on_missing_input: "
                           f"{missing.policy})")
-        asked = _quoted(missing.question, self._limit)
+        asked = quoted(missing.question, self._limit)
         self._line(_PIPE, f"Agent asked: {asked}" + (f" (input hint: {missing.hint})" if missing.hint else ""))
         # a person was asked already: --interactive is no way out
         self._line(_PIPE, f"Hint: {MISSING_HINT if not missing.person else 'Add more turns or configure a simulator'}")

@@ -19,10 +19,11 @@ from string import Template
 from urllib.parse import quote
 
 from tamesu import __version__
+from tamesu.matching import one_line
 from tamesu.plugins import register
 from tamesu.report import _html_turns, _svg, along_the_way
 from tamesu.report._artifacts import other_files
-from tamesu.report._html_text import clip_words, esc, ms, num, short
+from tamesu.report._html_text import esc, ms, num, short
 from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
 from tamesu.report.load_html import load_sections
@@ -43,7 +44,7 @@ _WHY = 160
 def _why(line: str) -> str:
     """The summary row's failure line: cut at a word's end with `…`, the whole line its tooltip (the body below
     has it too). It was cut at 160 characters mid-word, with nothing to read the rest where it was cut."""
-    shown = clip_words(line, _WHY)
+    shown = one_line(line, _WHY)
     whole = f' title="{esc(line)}"' if shown != line else ""
     return f'<span class="why"{whole}>{esc(shown)}</span>'
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tamesu.matching import one_line
 from tamesu.plugins import register
 from tamesu.report import along_the_way
 from tamesu.report.baseline import Comparison, describe_change
@@ -24,11 +25,6 @@ WHY = 2000
 (a pack whose many parts failed, a plug-in's own verdict): GitHub refuses a job summary over 1 MiB, 50 rows of it."""
 
 
-def _flat(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat[: limit - 1] + "…" if len(flat) > limit else flat
-
-
 # What GitHub would read as markup in an agent's words: HTML, links and images, emphasis (`_` only at a word's edge:
 # within a word it is none), strikethrough, code, a table's cell border
 _MARKUP = re.compile(r"[\\`*\[\]~|]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
@@ -37,12 +33,12 @@ _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
 def _cell(text: str, limit: int = 300) -> str:
     """Text as it was written, never markup: `<b>` in an answer is shown, not made bold."""
-    return _MARKUP.sub(lambda m: "\\" + m.group(0), _flat(text, limit).translate(_HTML))
+    return _MARKUP.sub(lambda m: "\\" + m.group(0), one_line(text, limit).translate(_HTML))
 
 
 def _code(text: str, limit: int = 300) -> str:
     """A code span that holds any text: its fence longer than the backticks inside, `|` escaped for the table."""
-    flat = _flat(text, limit)
+    flat = one_line(text, limit)
     fence = "`" * (max((len(run) for run in re.findall("`+", flat)), default=0) + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") else ""
     inside = flat.replace("|", "\\|")
@@ -62,7 +58,7 @@ def headline(run: LoadedRun) -> str:
 
 def _reason(text: str) -> str:
     """A reason as a cell: whole, escaped and on one line; one longer than `WHY` cut, saying so."""
-    length = len(" ".join(text.split()))
+    length = len(one_line(text))
     cut = f" (cut at {WHY} of {length} characters: report.json has the whole line)" if length > WHY else ""
     return _cell(text, WHY) + cut
 

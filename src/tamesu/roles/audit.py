@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tamesu.matching import quoted
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest
 from tamesu.models.structured import StructuredOutputError, ask_structured
 from tamesu.roles import prompt_files as _prompts
@@ -54,7 +55,7 @@ def _fact_contradicted(text: str, facts: Mapping[str, str]) -> str | None:
             continue
         said = re.search(rf"\b{words}\b(?:\W+(?:is|was|=|:)\b)?\W+([\w@.\-]+)", text, re.IGNORECASE)
         if said and normalised(value) not in normalised(text) and said.group(1).casefold() != value.casefold():
-            return f"it gave its {key} as {said.group(1)!r}, the persona's fact is {value!r}"
+            return f"it gave its {key} as {quoted(said.group(1))}, the persona's fact is {quoted(value)}"
     return None
 
 
@@ -71,9 +72,9 @@ def deterministic_finding(lines: Sequence[Mapping[str, object]], facts: Mapping[
             return Finding(f"the simulated user said nothing at turn {turn}")
         if (found := _AI.search(text)) is not None:
             return Finding(f"the simulated user broke character at turn {turn}: it says it is an AI "
-                           f"({found.group(0)!r})", [text])
+                           f"({quoted(found.group(0))})", [text])
         if (found := _AGENT.search(text)) is not None:
-            return Finding(f"the simulated user spoke as the agent at turn {turn} ({found.group(0)!r})", [text])
+            return Finding(f"the simulated user spoke as the agent at turn {turn} ({quoted(found.group(0))})", [text])
         if previous is not None and normalised(text) == normalised(previous) and len(text.split()) >= _REPEAT_WORDS:
             return Finding(f"the simulated user repeated its previous line word for word at turn {turn}", [text])
         if facts and (contradiction := _fact_contradicted(text, facts)) is not None:

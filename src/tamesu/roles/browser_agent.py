@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tamesu.matching import quoted
 from tamesu.models.base import Message, MessageFile, ModelClient, ModelError, ModelRequest, ToolSpec
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
@@ -102,7 +103,7 @@ class BrowserAgent:
                 raise infra_error("browser agent", exc) from exc
             if not response.tool_calls:
                 steps.append(AgentStep(number=number, action="(none)", ok=False, url=seen.url,
-                                       outcome=f"answered without a tool call: {response.text[:200]!r}"))
+                                       outcome=f"answered without a tool call: {quoted(response.text, 200)}"))
                 messages.append(Message(role="assistant", content=response.text))
                 messages.append(Message(role="user", content=prompt.render("no action")))
                 continue

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tamesu.conversation import Exchange, UserTurn
 from tamesu.errors import InfraError, SuiteProblem
+from tamesu.matching import quoted
 from tamesu.models.base import ModelError, Models
 from tamesu.roles.awaiting import Awaiting, detect
 from tamesu.roles.human import Human
@@ -258,7 +259,7 @@ class CaseUser(UserSimulator):
             return UserAction(stop="missing_input", note=note)
         if policy == "fail":
             return UserAction(stop="missing_input", note=note, failure=(
-                f"the agent awaits input after turn {turn} ({last_sentence(said)!r}) and no input is available"
+                f"the agent awaits input after turn {turn} ({quoted(last_sentence(said))}) and no input is available"
                 f"{nobody} (on_missing_input: fail)"))
         return UserAction(stop="missing_input", note=note)
 

@@ -3,10 +3,11 @@ whitespace, case and quote marks do not matter, words do."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from tamesu.matching import quoted
 
 _SPACES = re.compile(r"\s+")
 # typographic quotes and dashes a model may type where the transcript has plain ones
@@ -74,15 +75,6 @@ def said_quotes(quotes: Sequence[str]) -> str:
     """Quotes as a reason names them, as other reasons quote: each in double quotes on one line, cut with `…`
     inside (`"We refund within the hour", "Your order…" and 2 more`). They were Python reprs cut at 60
     characters, single-quoted or double-quoted as the quote's own marks had it, with `\n` and no `…`."""
-    named = ", ".join(json.dumps(_cut(quote), ensure_ascii=False) for quote in quotes[:QUOTES_NAMED])
+    named = ", ".join(quoted(quote, QUOTE_SHOWN) for quote in quotes[:QUOTES_NAMED])
     left = len(quotes) - QUOTES_NAMED
     return named + (f" and {left} more" if left > 0 else "")
-
-
-def _cut(quote: str) -> str:
-    flat = _SPACES.sub(" ", quote).strip()
-    if len(flat) <= QUOTE_SHOWN:
-        return flat
-    cut = flat[: QUOTE_SHOWN - 1]
-    at_space = cut.rfind(" ")
-    return (cut[:at_space] if at_space > QUOTE_SHOWN // 2 else cut).rstrip() + "…"

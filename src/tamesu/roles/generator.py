@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tamesu.errors import InfraError
+from tamesu.matching import quoted
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest
 from tamesu.models.structured import StructuredOutputError, generate_structured, json_in
 from tamesu.roles import prompt_files as _prompts
@@ -53,7 +54,7 @@ def cases_answered(name: str, response: object, text: str) -> list[Any]:
             return cases
     said = text or json.dumps(response, default=str)
     raise InfraError(f"generator {name}: no test cases ({{\"cases\": [...]}} or a JSON array of them) in "
-                     f"{said[:200]!r}")
+                     f"{quoted(said, 200)}")
 
 
 def cases_in_jsonl(text: str, name: str) -> list[object]:

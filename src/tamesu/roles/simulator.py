@@ -17,13 +17,14 @@ from pydantic import BaseModel, Field, model_validator
 
 from tamesu.conversation import Exchange, FileRef, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.matching import quoted
 from tamesu.models.base import Message, ModelClient, ModelError, ModelRequest, ModelResponse
 from tamesu.models.structured import Attempt, StructuredOutputError, ask_structured, json_schema_of
 from tamesu.packs import AttackSpec
 from tamesu.roles import prompt_files as _prompts
 from tamesu.roles.failures import infra_error
 from tamesu.roles.transcript import History, as_text, last_tool_results
-from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, quoted, since_user, untranscribed_ms, what_was_said
+from tamesu.roles.wait_for import DEFAULT_TIMEOUT, WaitFor, heard, since_user, untranscribed_ms, what_was_said
 from tamesu.suite.schema import FileSpec, Persona, Scenario, ScriptStep
 from tamesu.suite.templates import Context
 

@@ -9,12 +9,12 @@ next utterance (`UserAction.listen`); a target that cannot hear more unprompted 
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass
 
 from tamesu.conversation import Exchange
+from tamesu.matching import one_line, quoted
 from tamesu.speech.phrase import Heard, closest, find
 from tamesu.suite.schema import ScriptStep
 
@@ -66,18 +66,11 @@ def what_was_said(expected: str, turns: list[Exchange], step: ScriptStep) -> str
     untranscribed = f" ({cut / 1000:.1f}s of its speech was heard but not transcribed by then)" if cut else ""
     if not said:
         return "the agent said nothing" + untranscribed
-    flat = " ".join(said.split())
-    line = f"the agent said {quoted(flat[:_SHOWN] + ('…' if len(flat) > _SHOWN else ''))}"
+    line = f"the agent said {quoted(one_line(said, _SHOWN))}"
     spoken = [Heard(e.index, e.agent.text) for e in turns if e.agent.spoken and e.agent.text]
     if spoken and step.match != "exact" and (near := closest(expected, spoken)) is not None:
         line += f" (closest: {quoted(near.quote)}, {near.matched} of {near.words} words)"
     return line + untranscribed
-
-
-def quoted(text: str) -> str:
-    """`text` as a failure's line quotes it, as the checks' reasons do: in double quotes, on one line. A Python
-    repr put single quotes (double ones when the agent's words had an apostrophe) and `\\n` for a line break."""
-    return json.dumps(" ".join(text.split()), ensure_ascii=False)
 
 
 @dataclass

@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 import re
 
+from tamesu.matching import one_line
+
 _WHOLE_PAGE = re.compile(r"\ufeff?\s*(<!--.*?-->\s*)*<(!doctype\s+html|html[\s>])", re.IGNORECASE | re.DOTALL)
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
@@ -15,6 +17,7 @@ def is_web_page(body: str) -> bool:
 
 
 def page_title(body: str) -> str:
-    """The page's `<title>`, on one line and at most 80 characters; empty when it has none."""
+    """The page's `<title>`, on one line and at most 80 characters (cut as `one_line` cuts); empty when it has
+    none."""
     found = _TITLE.search(body)
-    return " ".join(html.unescape(found.group(1)).split())[:80] if found else ""
+    return one_line(html.unescape(found.group(1)), 80) if found else ""

@@ -58,7 +58,7 @@ from typing import ClassVar
 from tamesu.conversation import AgentTurn, FileRef, Session, ToolCall, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
-from tamesu.matching import args_problem
+from tamesu.matching import args_problem, one_line
 from tamesu.models import attachments
 from tamesu.models.base import (
     Message,
@@ -98,7 +98,7 @@ def _label(model: str | ModelSpec | None, role: str = "target") -> str:
 
 def _one_line(exc: Exception) -> str:
     """A provider's message (which may quote a server's body) as one line of an error."""
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return one_line(str(exc)) or type(exc).__name__
 
 
 @register("targets", "model")

@@ -12,6 +12,7 @@ import httpx
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError, TemplateError
+from tamesu.matching import one_line
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import async_client
 from tamesu.targets.base import SessionOpenSpec
@@ -62,7 +63,9 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
         raise InfraError(f"{what}: {failed_because(exc, spec, masked)}") from exc
     except httpx.InvalidURL as exc:  # a URL a template made (`{{env.BASE}}/open`) that is none: 'internal error'
         raise InfraError(f"{what}: session.open {method} {masked}: not a URL that can be sent to ({exc})") from None
-    text = answer.text[:_EXCERPT]
+    # on one line and cut at a word with … before the masking: a secret the cut falls in is dropped, or masked by
+    # its head (the masking knows a secret cut at an ellipsis); cut bare, its first characters were said
+    text = one_line(answer.text, _EXCERPT)
     if not _expected(answer.status_code, spec.expect_status):
         raise InfraError(f"{what}: session.open {method} {masked} answered HTTP {answer.status_code}: "
                          f"{session.redactor.text(text)}")

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, Problem
+from tamesu.matching import quoted
 from tamesu.plugins import register
 from tamesu.targets.base import StepContext, Target
 from tamesu.targets.browser._mask import mask_artifacts
@@ -341,7 +342,7 @@ class BrowserTarget(Target[BrowserSpec]):
                               prompt_version=outcome.prompt_version)
                 text = f"goal reached in {len(outcome.steps)} steps: {outcome.summary}" if outcome.reached else ""
                 if not outcome.reached:
-                    failure = f"goal {step.goal!r} not reached: {outcome.summary}"
+                    failure = f"goal {quoted(step.goal)} not reached: {outcome.summary}"
             elif isinstance(step, ExpectStep):
                 verdict, seen, cuts = await judge_page(self._env, step)
                 record.update(expect=step.expect, passed=verdict.passed, reason=verdict.reason,
@@ -350,7 +351,7 @@ class BrowserTarget(Target[BrowserSpec]):
                 text = f"expect held: {verdict.reason}"
                 if not verdict.passed:
                     seen_part = f" (the judge saw only {' and '.join(cuts)})" if cuts else ""
-                    failure = f"expect {step.expect!r} did not hold: {verdict.reason}{seen_part}"
+                    failure = f"expect {quoted(step.expect)} did not hold: {verdict.reason}{seen_part}"
             else:
                 done = await run_action(self._env, step, number)
                 record.update(action=step.action, **done)

@@ -21,6 +21,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
+from tamesu.matching import one_line, quoted
 from tamesu.targets.browser._browser import _first_line
 from tamesu.targets.browser._calls import Calls
 from tamesu.targets.browser._frames import NoFrame, find_frame, iframe_hint
@@ -269,7 +270,7 @@ async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, obj
             return {"detail": f"{selector_text(step.selector)} is visible"}
         if step.text is not None:
             await where.get_by_text(step.text).first.wait_for(state="visible", timeout=timeout)
-            return {"detail": f"{step.text!r} is visible"}
+            return {"detail": f"{quoted(step.text)} is visible"}
         if step.url is not None:
             await page.wait_for_url(_url_pattern(step.url), timeout=timeout)
             return {"detail": f"at {page.url}"}
@@ -306,14 +307,14 @@ async def _assert_text(env: PageEnv, step: ActionStep, timeout: float) -> dict[s
     try:
         await scope.filter(has_text=step.text).first.wait_for(state="attached", timeout=timeout)
     except PlaywrightTimeout:
-        texts = [" ".join(t.split()) for t in await scope.all_inner_texts()]
+        texts = [one_line(t) for t in await scope.all_inner_texts()]
         where = selector_text(step.selector)
         if not texts:
             raise StepFailed(f"assert_text: nothing matches {where}{await _missed(env, step)}") from None
-        seen = "; ".join(t[:80] for t in texts[:3])
-        raise StepFailed(f"assert_text: {step.text!r} is not in {where} within {timeout / 1000:g}s "
-                         f"(it says {seen!r})") from None
-    return {"detail": f"{step.text!r} is in {selector_text(step.selector)}"}
+        seen = "; ".join(one_line(t, 80) for t in texts[:3])
+        raise StepFailed(f"assert_text: {quoted(step.text)} is not in {where} within {timeout / 1000:g}s "
+                         f"(it says {quoted(seen)})") from None
+    return {"detail": f"{quoted(step.text)} is in {selector_text(step.selector)}"}
 
 
 async def _mock(env: PageEnv, step: ActionStep) -> dict[str, object]:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationInfo, field_validator, model_validator
 
+from tamesu.matching import one_line, quoted
 from tamesu.targets.base import TargetSpec
 from tamesu.types import Duration, Strict
 
@@ -293,11 +294,12 @@ def parse_step(raw: object) -> Step:
 
 
 def describe(step: Step) -> str:
-    """A step as one short line for messages: `click '#buy'`, `goal 'Find Solaris'`."""
+    """A step as one short line for messages: `click '#buy'`, `goal "Find Solaris"` (a selector, a URL or a key
+    as Python writes it, `'input[name="q"]'`; words in double quotes, as every line quotes words)."""
     if isinstance(step, GoalStep):
-        return f"goal {_short(step.goal)}"
+        return f"goal {quoted(step.goal, 60)}"
     if isinstance(step, ExpectStep):
-        return f"expect {_short(step.expect)}"
+        return f"expect {quoted(step.expect, 60)}"
     target = step.selector or step.url or step.name or step.key or step.text or step.script
     what = selector_text(target) if isinstance(target, RoleSelector) else _short(target) if target else ""
     return f"{step.action} {what}".strip()
@@ -312,5 +314,4 @@ def selector_text(selector: Selector | None) -> str:
 
 
 def _short(text: object, limit: int = 60) -> str:
-    text = str(text)
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+    return repr(one_line(str(text), limit))

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from tamesu import __version__
+from tamesu.matching import quoted
 from tamesu.net.aio import OnResend, aio_transport
 from tamesu.net.bounded import Record, bounded_transport
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport
@@ -304,8 +305,7 @@ async def _no_mcp_answer(response: httpx2.Response) -> str | None:
     if is_web_page(text):
         title = page_title(text)
         return f"HTTP {response.status_code} and a web page{f' titled {title!r}' if title else ''} ({kind})"
-    shown = " ".join(text.split())
-    return f"HTTP {response.status_code} and {kind}: {shown[:60] + ('...' if len(shown) > 60 else '')!r}"
+    return f"HTTP {response.status_code} and {kind}: {quoted(text, 60)}"
 
 
 def http_statuses(errors: list[str]) -> str:

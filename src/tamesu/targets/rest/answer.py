@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import InfraError, TemplateError
+from tamesu.matching import quoted
 from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.targets._web_page import is_web_page, page_title
-from tamesu.targets.rest.http import Answer, excerpt
+from tamesu.targets.rest.http import EXCERPT, Answer, excerpt
 from tamesu.targets.rest.read import (
     COMMON_TEXT_PATHS,
     OLLAMA_DELTA,
@@ -198,7 +199,7 @@ def timed_out(limit: float, waiting_for: str, stream: StreamText | None) -> Turn
     told from one that never began, and the failed turn keeps its events."""
     came = "" if stream is None or not stream.events else (
         f"; {len(stream.events)} event{'s' if len(stream.events) != 1 else ''} came before, "
-        + (f"its text: '{excerpt(stream.text)}'" if stream.text else "no text"))
+        + (f"its text: {quoted(stream.text, EXCERPT)}" if stream.text else "no text"))
     detail = f" ({waiting_for}{came})" if waiting_for else ""
     return TurnError(f"turn timed out after {limit:g}s{detail}", raw=list(stream.events) if came and stream else None,
                      limit_s=limit)

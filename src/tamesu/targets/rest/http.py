@@ -19,6 +19,7 @@ from yarl import URL
 
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
+from tamesu.matching import one_line
 from tamesu.net.clients import os_reason
 from tamesu.net.direct import DirectClient, DroppedBody, Request, chunks, finish, timeouts, whole
 from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
@@ -83,10 +84,11 @@ def is_json_type(content_type: str) -> bool:
 
 
 def excerpt(doc: object) -> str:
-    """The start of a body for a one-line message: line breaks and runs of spaces folded into one space."""
+    """The start of a body for a one-line message, cut as every line is cut (`one_line`)."""
     text = doc if isinstance(doc, str) else json.dumps(doc, ensure_ascii=False)
-    folded = " ".join(text[:EXCERPT * 4].split())  # a cut first: a body may be megabytes
-    return folded if len(folded) <= EXCERPT and len(text) <= EXCERPT * 4 else folded[:EXCERPT] + "..."
+    head = text[:EXCERPT * 4]  # a cut first: a body may be megabytes
+    shown = one_line(head, EXCERPT)
+    return shown + "…" if len(text) > len(head) and not shown.endswith("…") else shown
 
 
 def unreachable_reason(exc: BaseException) -> str | None:

@@ -13,6 +13,7 @@ import jsonpath
 from tamesu.conversation import Handoff, ToolCall, TurnError
 from tamesu.targets._tool_arguments import read_arguments
 from tamesu.targets.base import HandoffSpec
+from tamesu.targets.rest.http import excerpt
 from tamesu.targets.rest.spec import Condition, PathEquals, ResponseSpec
 from tamesu.targets.rest.stream_errors import error_event, stream_failure
 
@@ -33,7 +34,6 @@ COMMON_TEXT_PATHS = (
 )
 """Where agents commonly put their reply, tried in order when `response.text` was not set and `$.text` is empty."""
 _KEYS_SHOWN = 12
-EXCERPT = 200
 
 
 @functools.lru_cache(maxsize=256)
@@ -94,8 +94,7 @@ def searched(status: int, doc: object) -> str:
     (a path finds nothing in text), or the JSON itself."""
     if doc is None or doc == "":
         return f"the answer is empty (HTTP {status})"
-    text = as_text(doc)
-    shown = text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+    shown = excerpt(doc)
     return f"the answer is not JSON (HTTP {status}): {shown}" if isinstance(doc, str) else f"the answer was {shown}"
 
 
@@ -172,12 +171,12 @@ def _tool_items(found: Sequence[object]) -> list[object]:
 def _tool_call(item: object, path: str) -> ToolCall:
     """A tool call as agents write it: {name, args|arguments|input, result|output}, or OpenAI's {function: ...}."""
     if not isinstance(item, Mapping):
-        raise TurnError(f"response.tool_calls ({path}): expected objects with a name, got {as_text(item)[:200]}")
+        raise TurnError(f"response.tool_calls ({path}): expected objects with a name, got {excerpt(item)}")
     raw_function = item.get("function")
     function: Mapping[str, object] = raw_function if isinstance(raw_function, Mapping) else {}
     name = item.get("name") or item.get("tool") or function.get("name")
     if not isinstance(name, str) or not name:
-        raise TurnError(f"response.tool_calls ({path}): a call without a name: {as_text(item)[:200]}")
+        raise TurnError(f"response.tool_calls ({path}): a call without a name: {excerpt(item)}")
     args = _first_present(item, "args", "arguments", "input", "parameters")
     if args is None:
         args = function.get("arguments")

@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from tamesu.conversation import TurnError
+from tamesu.matching import one_line
 
 ERROR_TYPES = frozenset({"error", "response.failed"})
 """`type`s of an error event: Anthropic's and OpenAI Responses' `error`, the Responses API's `response.failed`."""
@@ -38,13 +39,15 @@ def error_words(said: object) -> str:
         if isinstance(inner, Mapping):
             return error_words(inner)
         if isinstance(inner, str) and inner:
-            return inner[:SAID_LIMIT]
+            return one_line(inner, SAID_LIMIT)
         message = said.get("message") or said.get("errorText")
         kind = said.get("type") if said.get("type") not in ERROR_TYPES else said.get("code")
         if isinstance(message, str) and message:
-            return f"{kind}: {message}"[:SAID_LIMIT] if isinstance(kind, str) and kind else message[:SAID_LIMIT]
+            return one_line(f"{kind}: {message}" if isinstance(kind, str) and kind else message, SAID_LIMIT)
     text = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False)
-    return text[:SAID_LIMIT] or "no details"
+    # cut at a word with … before the masking: a secret the cut falls in is dropped or masked by its head (cut
+    # bare, its first characters were said)
+    return one_line(text, SAID_LIMIT) or "no details"
 
 
 def malformed_event(events: Sequence[object]) -> TurnError | None:
@@ -57,7 +60,7 @@ def malformed_event(events: Sequence[object]) -> TurnError | None:
             try:
                 json.loads(event)
             except json.JSONDecodeError as exc:
-                shown = event if len(event) <= SAID_LIMIT else event[:SAID_LIMIT] + "..."
+                shown = one_line(event, SAID_LIMIT)
                 return TurnError(f"malformed JSON in event {number} of the stream, whose other events are JSON: "
                                  f"{exc}: {shown}", raw=list(events))
     return None

@@ -7,6 +7,7 @@ import os
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
+from tamesu.matching import one_line
 from tamesu.targets.sip.spec import SipSpec
 from tamesu.telemetry.traceparent import with_traceparent
 
@@ -63,6 +64,8 @@ async def run_trigger(what: str, spec: SipSpec, session: Session, uri: str) -> N
     if answer.status_code >= 400:
         # which request, and what the server said of it: the status alone sent one to read the agent's logs
         where = session.redactor.text(str(rendered["url"]))
-        said = " ".join(answer.text.split())[:200]
+        # cut at a word with …, before the masking: a secret the cut falls in is dropped, or masked by its head
+        # (the masking knows a secret cut short at an ellipsis); cut bare at 200, its first characters were said
+        said = one_line(answer.text, 200)
         raise InfraError(f"{what}: the trigger request to {where} answered HTTP {answer.status_code}"
                          + (f": {session.redactor.text(said)}" if said else ""))
