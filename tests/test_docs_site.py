@@ -22,7 +22,10 @@ import yaml
 from browser_fixtures import skip_without_browser
 from cdp import chromium_binary
 
-pytestmark = pytest.mark.browser
+# a group of its own, not the browser lane (tests/conftest.py): the module starts its own Chromium, none of the
+# shared one's, and its 24 s (a CI run's) on the browser lane were the last of `make test`, that lane being its
+# tail; on its own group it runs beside the lanes, niced, as ungrouped tests do, the site built once for it
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("docs-site")]
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
