@@ -27,6 +27,12 @@ LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", 
                "--disable-extensions", "--mute-audio"]
 
 
+OWN_CHROMIUM = pytest.mark.xdist_group("own-chromium")
+"""The group of the browser tests that launch a Chromium of their own, none of the shared one's (the docs site,
+`tamesu view`'s pages): kept off the browser lane, the tail of `make test` (tests/conftest.py's GROUPS), they run
+beside the lanes, niced, as ungrouped tests do, one at a time on one worker."""
+
+
 def browser_missing() -> str | None:
     """Why the browser tests cannot run here, or None."""
     why = os.environ.get("TAMESU_NO_BROWSER")  # set by .ci/run when installing Chromium failed

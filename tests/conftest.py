@@ -54,7 +54,8 @@ MARK_BY_FIXTURE = {"realtime_agent": "audio", "realtime_clock": "audio", "voice_
 """A test that uses one of these session fixtures needs what the mark says, whether or not its module says so."""
 GROUPS = ("audio", "browser", "db")
 """Under `--dist loadgroup` each of these marks is an xdist group, run by one worker: Chromium and PostgreSQL
-start once per run instead of once per worker. A test with two of these marks joins the first group."""
+start once per run instead of once per worker. A test with two of these marks joins the first group. A test
+that starts a Chromium of its own is in a group outside the lanes (browser_fixtures.OWN_CHROMIUM)."""
 AUDIO_LANE_BY_FIXTURE = {"voice_bot_url": "audio-bot", "voice_bot_clock": "audio-lines"}
 """The audio tests are split in lanes, each one xdist group: a lane's real-time tests never run beside each
 other, and a lane's agent (the pipecat bot here: 0.5 GB and seconds to start) starts in one worker only.

@@ -19,10 +19,13 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from browser_fixtures import skip_without_browser
+from browser_fixtures import OWN_CHROMIUM, skip_without_browser
 from cdp import chromium_binary
 
-pytestmark = pytest.mark.browser
+# not the browser lane (tests/conftest.py): the module starts its own Chromium, none of the shared one's, and its
+# 24 s (a CI run's) on the browser lane were the last of `make test`, that lane being its tail; in the group of the
+# tests that start their own, it runs beside the lanes, niced, as ungrouped tests do, the site built once for it
+pytestmark = [pytest.mark.browser, OWN_CHROMIUM]
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -260,7 +260,7 @@ tests:
 def test_done_visible_waits_for_this_answers_sign_and_role_selectors_read_the_messages(
         tmp_path: Path, widgets: str, shared_chromium: str) -> None:
     (tmp_path / "done.tamesu.yaml").write_text(_SUITE)
-    done = run_tamesu(["run", "done.tamesu.yaml", "--out", "out", "--parallel", "2"], cwd=tmp_path,
+    done = run_tamesu(["run", "done.tamesu.yaml", "--out", "out", "--parallel", "4"], cwd=tmp_path,
                       env={"WIDGETS": widgets, "TAMESU_BROWSER_CDP_URL": shared_chromium})
     run_dir = next((tmp_path / "out").iterdir())
     rows = {row["test"]: row for row in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}

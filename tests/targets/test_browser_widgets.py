@@ -180,10 +180,12 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def _run(tmp_path: Path, suite: str, pages: str, cdp: str, env: dict[str, str] | None = None
+def _run(tmp_path: Path, suite: str, pages: str, cdp: str, env: dict[str, str] | None = None, parallel: int = 1
          ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    # `parallel`: a suite's tests that mostly wait on their pages' clocks run side by side (the browser group is the
+    # last lane of `make test`)
     (tmp_path / "suite.yaml").write_text(suite)
-    done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path,
+    done = run_tamesu(["run", "suite.yaml", "--out", "out", "--parallel", str(parallel)], cwd=tmp_path,
                       env={"PAGES": pages, "TAMESU_BROWSER_CDP_URL": cdp, **(env or {})})
     return done, next((tmp_path / "out").iterdir())
 
@@ -249,7 +251,7 @@ tests:
   - { name: css, target: css, scenario: { script: [{ say: pears }] }, assert: [{ contains: "About pears: yes." }] }
   - { name: role, target: role, scenario: { script: [{ say: pears }] }, assert: [{ contains: "About pears: yes." }] }
   - { name: impatient, target: impatient, scenario: { script: [{ say: pears }] } }
-""", pages, shared_chromium)
+""", pages, shared_chromium, parallel=3)
     rows = _rows(run_dir)
     # read at once, the answer was "" ("the agent said nothing"), timed at the empty bubble
     assert {test: row["status"] for test, row in rows.items()} == {
@@ -287,7 +289,7 @@ tests:
   - name: unsaid
     target: unsaid
     scenario: { script: [{ say: one }, { say: two }] }
-""", pages, shared_chromium)
+""", pages, shared_chromium, parallel=2)
     rows = _rows(run_dir)
     assert rows["greets"]["status"] == "passed", why(rows["greets"])
     greets = _result(run_dir, "greets")

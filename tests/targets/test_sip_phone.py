@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from agents import phone
+from lifeline import tied
 from tamesu.targets.sip.phone import SipPhone
 
 pytestmark = [pytest.mark.audio, pytest.mark.xdist_group("audio-sip"),  # the SIP lane (tests/conftest.py)
@@ -184,3 +186,29 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as stat:  # a zombie has exited; only its parent's wait is missing
         return stat.read().split()[2] != "Z"
+
+
+def test_the_worker_told_to_quit_mid_call_hangs_up_and_ends_at_once(ivr: phone.PhoneAgent) -> None:
+    """PJSIP's destroy idled a second for answers nothing was left to take (the account's un-REGISTER, ICE and TURN,
+    none of it waited for): every SIP call's run ended a second later than its call. Timed on the worker's own
+    clock (its `closed` event), from the quit to the library gone, the call hung up first."""
+    worker = subprocess.Popen(tied([sys.executable, "-m", "tamesu.targets.sip._worker", "127.0.0.1", "0", "tamesu"]),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert worker.stdin is not None and worker.stdout is not None
+    try:
+        events = iter(map(json.loads, worker.stdout))
+        assert next(events)["ev"] == "ready"
+        worker.stdin.write(json.dumps({"op": "call", "uri": ivr.uri}) + "\n")
+        worker.stdin.flush()
+        assert any(e["ev"] == "state" and e["state"] == "confirmed" for e in events)
+        quit_at = time.monotonic()
+        worker.stdin.write(json.dumps({"op": "quit"}) + "\n")
+        worker.stdin.flush()
+        after = list(events)
+        states = [e["state"] for e in after if e["ev"] == "state"]
+        closed = [e["t"] for e in after if e["ev"] == "closed"]
+        assert states[-1:] == ["disconnected"] and len(closed) == 1, after
+        assert closed[0] - quit_at < 0.9, closed[0] - quit_at  # the BYE and the library's end: tens of ms
+    finally:
+        worker.kill()
+        worker.wait()

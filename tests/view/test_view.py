@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from browser_fixtures import OWN_CHROMIUM
 from view.conftest import View, stored_run
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
@@ -76,6 +77,7 @@ def history(tmp_path_factory) -> Iterator[Path]:
 
 
 @pytest.mark.browser
+@OWN_CHROMIUM  # its own Chromium: not the browser lane
 def test_view_pages_in_chromium(history: Path, view: Callable[..., View]) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     if not Path(CHROMIUM).exists():

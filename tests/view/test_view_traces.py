@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from agents.traced import TracedRestAgent, free_port
+from browser_fixtures import OWN_CHROMIUM
 from view.conftest import View, stored_run
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, OWN_CHROMIUM]  # its own Chromium: not the browser lane
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
