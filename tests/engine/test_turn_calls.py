@@ -215,10 +215,12 @@ the builtins they call; 10 and 30 conversations, 10 at once): 1,457 before issue
 (the URL posted whole, the options given as their defaults, the answer read without the SDK's response class, the
 timeout given as a `Timeout`). An exact count: what tamesu hands the SDK decides it, and a change to that shows
 here."""
-OWN_CALLS_PER_PERSONA_TURN = 640
+OWN_CALLS_PER_PERSONA_TURN = 645
 """tamesu's own calls in the same persona turn: 662 before the twelfth pass, 680 after it (the headers a model
 call sends, read by tamesu's transport in a few calls where httpx2's `multi_items` made some eighty), 633 after the
-fourteenth (each test's part of reading the suite)."""
+fourteenth (each test's part of reading the suite); 638.3-638.5 alone on 2026-12-07 (session 34, before and after
+its merges alike), 640.7 once beside the other tests at load 15-20: some paths run more often as a run takes
+longer (its retries' and timeouts' bookkeeping), so the bound leaves a few calls above the quiet count."""
 
 
 ANTHROPIC_SDK_CALLS_PER_PERSONA_TURN = 1_250
