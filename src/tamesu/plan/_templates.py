@@ -288,9 +288,11 @@ context (its and the project's vars), so nothing of a test (captured, run, remot
 
 
 def check_hook_templates(hooks: object, doc: Document, variables: set[str], test_vars: set[str],
-                         secret_problems: list[Problem], problems: list[Problem], secrets: Secrets) -> None:
+                         secret_problems: list[Problem], problems: list[Problem], secrets: Secrets,
+                         captures: set[str] | None = None) -> None:
     """Every template of a `hooks:` block (a suite's or tamesu.yaml's, as written) names something that exists
-    when the hook runs; `test_vars` are those any test of the suite has, for its `before_each`/`after_each`."""
+    when the hook runs; `test_vars` are those any test of the suite has, for its `before_each`/`after_each`,
+    `captures` the names any of its tests captures (None: not known here), for its `after_each`."""
     if not isinstance(hooks, dict):
         return
     for stage, entries in hooks.items():
@@ -310,6 +312,11 @@ def check_hook_templates(hooks: object, doc: Document, variables: set[str], test
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: a before_each hook runs before "
                                                 "the conversation, which captures nothing yet (an after_each hook "
                                                 "has its captures)"))
+                elif captures is not None and (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures:
+                    # a name no test captures fails the hook after every run, a warning each time: a typo
+                    known = f" (the tests capture {', '.join(sorted(captures))})" if captures else ""
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no test captures "
+                                                f"{m.group(1)!r}{known}"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in variables and (
                         stage in _HOOK_ROOTS or m.group(1) not in test_vars):
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} in "

@@ -240,10 +240,19 @@ def _load_suite(
     suite_vars = {*project.spec.vars, *spec.vars}
     test_vars = {name for test in planned for name in test.vars}
     check_hook_templates(doc.data.get("hooks") if isinstance(doc.data, dict) else None, doc, suite_vars, test_vars,
-                         problems if require_secrets else warnings, problems, secrets)
+                         problems if require_secrets else warnings, problems, secrets,
+                         _capture_names(spec.tests))
     if problems:
         raise ConfigError(problems, warnings=warnings)
     return suite, planned, warnings
+
+
+def _capture_names(tests: list[dict[str, object]]) -> set[str]:
+    """The names the tests capture, as written: a test that did not plan for a problem of its own still has
+    them (its problem is said; a hook naming its capture is not one more)."""
+    written = [test.get("capture") for test in tests]
+    return {str(c["name"]) for capture in written if isinstance(capture, list)
+            for c in capture if isinstance(c, dict) and "name" in c}
 
 
 def _used_targets(spec: SuiteSpec, planned: list[PlannedTest]) -> set[str] | None:
