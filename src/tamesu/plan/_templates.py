@@ -287,12 +287,13 @@ _HOOK_ROOTS = {"before_all": ("vars", "env", "secrets"), "after_all": ("vars", "
 context (its and the project's vars), so nothing of a test (captured, run, remote, session) is there."""
 
 
-def check_hook_templates(hooks: object, doc: Document, variables: set[str], test_vars: set[str],
+def check_hook_templates(hooks: object, doc: Document, variables: set[str], test_vars: Mapping[str, set[str]],
                          secret_problems: list[Problem], problems: list[Problem], secrets: Secrets,
                          captures: set[str] | None = None) -> None:
     """Every template of a `hooks:` block (a suite's or tamesu.yaml's, as written) names something that exists
-    when the hook runs; `test_vars` are those any test of the suite has, for its `before_each`/`after_each`,
-    `captures` the names any of its tests captures (None: not known here), for its `after_each`."""
+    when the hook runs; `test_vars` are the vars of each test the hooks run around (by its id; a skipped one left
+    out), for its `before_each`/`after_each`, `captures` the names any of its tests captures (None: not known
+    here), for its `after_each`."""
     if not isinstance(hooks, dict):
         return
     for stage, entries in hooks.items():
@@ -318,9 +319,16 @@ def check_hook_templates(hooks: object, doc: Document, variables: set[str], test
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no test captures "
                                                 f"{m.group(1)!r}{known}"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in variables and (
-                        stage in _HOOK_ROOTS or m.group(1) not in test_vars):
-                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} in "
-                                                "the suite or the project"))
+                        stage in _HOOK_ROOTS or (lacking := [t for t, v in test_vars.items() if m.group(1) not in v])):
+                    if stage in _HOOK_ROOTS or len(lacking) == len(test_vars):
+                        problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} in "
+                                                    "the suite or the project"))
+                    else:  # the hook runs around every test: each run of these would be an error (exit 3)
+                        more = f" and {len(lacking) - 1} more" if len(lacking) > 1 else ""
+                        article = "an" if stage.startswith("after") else "a"
+                        problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: test {lacking[0]!r}{more} "
+                                                    f"has no var {m.group(1)!r}, and {article} {stage} hook runs "
+                                                    "around every test (give it one, or a default in vars:)"))
                 elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
                     secret_problems.append(doc.problem(loc, f"environment variable {m.group(1)} is not set"))
                 elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):

@@ -122,7 +122,7 @@ def load_plan(
         known = {*project.spec.vars, *(name for suite in plan.suites for name in suite.spec.vars)}
         check_suite_hooks(project.doc, problems)  # `{{remote...}}`: said there, with why
         check_hook_templates(project.doc.data.get("hooks"), project.doc, known,
-                             {name for test in plan.tests for name in test.vars},
+                             {test.id: set(test.vars) for test in plan.tests if not test.spec.skip},
                              problems if require_secrets else plan.warnings, problems, secrets)
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)), warnings=list(dict.fromkeys(plan.warnings)))
@@ -238,7 +238,7 @@ def _load_suite(
         check_unused_targets(suite, used, problems, warnings, secrets)
     problems.extend(_slo_names.suite_slo_problems(suite, used))
     suite_vars = {*project.spec.vars, *spec.vars}
-    test_vars = {name for test in planned for name in test.vars}
+    test_vars = {test.id: set(test.vars) for test in planned if not test.spec.skip}
     check_hook_templates(doc.data.get("hooks") if isinstance(doc.data, dict) else None, doc, suite_vars, test_vars,
                          problems if require_secrets else warnings, problems, secrets,
                          _capture_names(spec.tests))
