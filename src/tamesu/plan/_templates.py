@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tamesu.errors import Problem, article
@@ -378,3 +378,31 @@ def var_problems(test_loc: tuple[object, ...], doc: Document, project_doc: Docum
         elif name in project:
             said.append(project_doc.problem(("vars", name), why))
     return said
+
+
+def check_default_templates(doc: Document | None, tests: Sequence[PlannedTest], problems: list[Problem]) -> None:
+    """`defaults.assert` (a suite's, or tamesu.yaml's) is graded on every test's runs with that test's vars and
+    captures: one naming a var or a capture a test lacks could not check there, a failure blamed on the agent
+    (exit 1). Said where the default is written, naming the first test that lacks it."""
+    defaults = doc.data.get("defaults") if doc is not None and isinstance(doc.data, dict) else None
+    entries = defaults.get("assert") if isinstance(defaults, dict) else None
+    if doc is None or not isinstance(entries, list) or not may_hold(entries, "{{"):
+        return
+    graded = [test for test in tests if not test.spec.skip]
+    for path, text in walk_strings(entries):
+        for expr, problem in references(text):
+            if problem:
+                continue  # a template that is no template: said where each test's assertions are parsed
+            if m := _VAR_REF.match(expr):
+                kind, lacking = "var", [t.id for t in graded if m.group(1) not in t.vars]
+            elif m := _CAPTURED_REF.match(expr):
+                kind, lacking = "capture", [t.id for t in graded if m.group(1) not in {c.name for c in t.spec.capture}]
+            else:
+                continue
+            if not lacking:
+                continue
+            who = f"no test has the {kind} {m.group(1)!r}" if len(lacking) == len(graded) else \
+                f"test {lacking[0]!r}{f' and {len(lacking) - 1} more' if len(lacking) > 1 else ''} has no {kind} " \
+                f"{m.group(1)!r}"
+            problems.append(doc.problem(("defaults", "assert", *path), f"bad template {{{{{expr}}}}}: {who} (a "
+                                        "default assertion is graded on every test's runs)"))
