@@ -68,3 +68,27 @@ def test_an_assertion_that_needs_a_capture_no_turn_had_says_what_the_capture_loo
         False, "cannot check: {{captured.carrier}} has no value (capture carrier: regex /via ([A-Z]+)\\b/ found "
                "nothing in 2 agent turn(s))")
     assert result["assertions"][1]["passed"] is True
+
+
+def test_a_captured_assertion_on_a_capture_no_turn_had_says_what_the_capture_looked_for(tmp_path: Path,
+                                                                                        tamesu: Any) -> None:
+    # before: "expected a value captured as carrier, found none (captured: order)": the one assertion that is
+    # about the capture said least of what it looked for
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.replace(
+        'assert: [ { captured: { name: order, matches: "^ORD-" } } ]', 'assert: [ { captured: carrier } ]'))
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert ("✗ captured: expected a value captured as carrier, found none (capture carrier: regex /via ([A-Z]+)\\b/ "
+            "found nothing in 2 agent turn(s))") in done.stdout, done.stdout
+
+
+def test_an_after_each_hook_that_needs_a_capture_no_turn_had_says_what_the_capture_looked_for(
+        tmp_path: Path, tamesu: Any) -> None:
+    # before: "after_each hook 1: {{captured.carrier}} has no value" alone: the capture_not_found event was made
+    # after the hooks had run
+    (tmp_path / "s.tamesu.yaml").write_text(
+        'hooks: { after_each: [ "echo {{captured.order}} {{captured.carrier}}" ] }\n' + _SUITE)
+    done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert ("warning: s/order: after_each hook 1: {{captured.carrier}} has no value (capture carrier: regex "
+            "/via ([A-Z]+)\\b/ found nothing in 2 agent turn(s))") in done.stdout + done.stderr, done.stdout

@@ -101,3 +101,22 @@ def test_a_failing_before_all_hook_is_the_environments_fault_in_every_record(tmp
     [test] = json.loads((tmp_path / "r.json").read_text())["tests"]
     assert test["runs"][0]["fault"] == "environment", test
     assert '<error message="before_all hook 1' in (tmp_path / "j.xml").read_text()
+
+
+def test_a_failing_before_all_hook_leaves_a_skipped_test_skipped_and_a_quarantined_one_quarantined(
+        tmp_path: Path, rest_agents: RunningAgents) -> None:
+    # before: both were ERR and the run exited 3: a test written `skip:` read as broken by a hook it would never
+    # have waited for, and a quarantined test changed the exit code, which a quarantine never does
+    _suite(tmp_path, rest_agents.url, '  before_all: [ "exit 3" ]\n',
+           '  - { name: later, skip: "SUP-9 not yet", scenario: { script: [ { say: hi } ] } }\n'
+           '  - { name: known, quarantine: { reason: "SUP-412 flaky" }, scenario: { script: [ { say: hi } ] } }\n')
+    done = run_tamesu(["run", "--out", "out", "--report", "junit"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SKIP  s/later" in done.stdout and "QUAR  s/known" in done.stdout, done.stdout
+    assert "0 passed, 0 failed, 1 quarantined, 1 skipped" in done.stdout, done.stdout
+    [results] = (tmp_path / "out").glob("*/results.jsonl")
+    lines = {r["test"]: r for r in map(json.loads, results.read_text().splitlines())}
+    assert (lines["later"]["status"], lines["later"]["skip_reason"]) == ("skipped", "SUP-9 not yet")
+    assert (lines["known"]["status"], lines["known"]["quarantine"]) == ("quarantined", "SUP-412 flaky")
+    [junit] = (tmp_path / "out").glob("*/junit.xml")
+    assert 'message="quarantined (SUP-412 flaky): error: before_all hook 1: `exit 3`' in junit.read_text()

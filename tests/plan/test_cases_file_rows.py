@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from conftest import run_tamesu
+from tamesu.plan.cases import read_cases
 
 SUITE = """\
 targets:
@@ -95,3 +96,60 @@ def test_a_rows_own_problem_does_not_hide_those_the_other_rows_make(tmp_path: Pa
         "cases.json:3:11: [2].name: two cases are named 'a'",
         "6 problems found",
     ], done.stderr
+
+
+def test_a_problem_some_cases_values_make_names_each_case_and_its_row(tmp_path: Path) -> None:
+    # before: "s.tamesu.yaml:7:27: tests[0].assert[0].contains: expected non-empty text", once for the two rows
+    # with an empty `expect`, naming neither; a problem every case has (a bad pattern written in the suite) is
+    # still the test's own, said once
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/chat" }
+tests:
+  - name: lookups
+    cases_file: cases.csv
+    scenario: { script: [ { say: "{{vars.order}}" } ] }
+    assert: [ { contains: "{{vars.expect}}" }, { regex: "(" } ]
+  - name: inline
+    cases: [ { name: late, vars: { expect: "" } }, { name: early, vars: { expect: ok } } ]
+    scenario: { script: [ { say: hi } ] }
+    assert: [ { contains: "{{vars.expect}}" } ]
+""")
+    (tmp_path / "cases.csv").write_text("name,order,expect\nshipped,ORD-1,shipped\nlost,ORD-2,\nodd,ORD-3,\n")
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "s.tamesu.yaml:7:27: tests[0].assert[0].contains: expected non-empty text (case 'lost', cases.csv:3)",
+        "s.tamesu.yaml:7:27: tests[0].assert[0].contains: expected non-empty text (case 'odd', cases.csv:4)",
+        "s.tamesu.yaml:7:57: tests[0].assert[1].regex: invalid regular expression '(': missing ), unterminated "
+        "subpattern at position 0",
+        "s.tamesu.yaml:11:27: tests[1].assert[0].contains: expected non-empty text (case 'late')",
+        "4 problems found",
+    ], done.stderr
+
+
+def test_a_hand_written_csv_with_a_space_after_each_comma_reads_as_meant(tmp_path: Path) -> None:
+    # before: the header's ' order' was no var `order` ("bad template {{vars.order}}: no var 'order'"), and a
+    # quoted value after a space was three fields ("row 2 has more fields than its header (3): quote a value
+    # that holds ','", a value that was quoted)
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/chat" }
+tests:
+  - name: lookups
+    cases_file: cases.csv
+    scenario: { script: [ { say: "{{vars.order}}" } ] }
+    assert: [ { contains: "{{vars.expect}}" } ]
+""")
+    (tmp_path / "cases.csv").write_text('name, order, expect\nshipped, ORD-1, "shipped, arriving"\n'
+                                        'lost, ORD-2, {{vars.nowhere}}\nodd, ORD-3, x, y\n')
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [  # each at its value, after the spaces
+        "cases.csv:3:14: expect: " + NO_VAR,
+        "cases.csv:4:16: row 4 has more fields than its header (3): quote a value that holds ','",
+        "2 problems found",
+    ], done.stderr
+    (tmp_path / "cases.csv").write_text('name, order, expect\nshipped, ORD-1, "shipped, arriving"\n')
+    [case] = read_cases(tmp_path / "cases.csv")
+    assert (case.name, case.vars) == ("shipped", {"order": "ORD-1", "expect": "shipped, arriving"})

@@ -44,6 +44,66 @@ tests:
     ], done.stderr
 
 
+def test_an_after_each_hook_naming_a_capture_no_test_captures_is_refused_where_written(tmp_path: Path) -> None:
+    # before: validate said ok, and after every run the hook failed "{{captured.ordr_id}} has no value", a
+    # warning each time: a misspelt name, or a capture the tests never had
+    # (tamesu.yaml's are not checked so: `tamesu run b.tamesu.yaml` runs them with one suite of several)
+    (tmp_path / "tamesu.yaml").write_text('suites: ["*.tamesu.yaml"]\n'
+                                          'hooks: { after_each: [ "echo {{captured.other}}" ] }\n')
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+hooks:
+  after_each: [ "echo {{captured.id}}", { http: { url: "http://127.0.0.1:9/{{captured.ordr_id}}" } } ]
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/chat" }
+tests:
+  - name: t
+    capture: [ { name: id, regex: "ORD-[0-9]+" } ]
+    scenario: { script: [ { say: hi } ] }
+  - name: broken
+    capture: [ { name: rma, regex: "RMA-[0-9]+" } ]
+    scenario: { script: [ { say: hi } ] }
+    assert: [ { contains: "" } ]
+""")
+    done = run_tamesu(["validate"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = sorted(line for line in done.stderr.splitlines() if ".yaml:" in line)
+    assert lines == [  # a test with a problem of its own still captures what it writes: no line more for it
+        "s.tamesu.yaml:12:27: tests[1].assert[0].contains: expected non-empty text",
+        "s.tamesu.yaml:2:56: hooks.after_each[1].http.url: bad template {{captured.ordr_id}}: no test captures "
+        "'ordr_id' (the tests capture id, rma)",
+    ], done.stderr
+
+
+def test_a_hook_around_every_test_naming_a_var_one_test_lacks_is_refused_where_written(tmp_path: Path) -> None:
+    # before: validate said ok, as some test had the var, and every run of the test without it was an error
+    # ("before_each hook 1: {{vars.order}} has no value", exit 3); a skipped test, which no hook runs around,
+    # needs none
+    (tmp_path / "tamesu.yaml").write_text('suites: ["*.tamesu.yaml"]\n')
+    (tmp_path / "s.tamesu.yaml").write_text("""\
+hooks:
+  before_each: [ "seed {{vars.order}} {{vars.lang}}" ]
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/chat" }
+tests:
+  - name: lookups
+    cases: [ { name: a, vars: { order: ORD-1, lang: en } }, { name: b, vars: { order: ORD-2 } } ]
+    vars: { lang: de }
+    scenario: { script: [ { say: "{{vars.order}}" } ] }
+  - name: plain
+    vars: { lang: fr }
+    scenario: { script: [ { say: hi } ] }
+  - name: later
+    skip: true
+    scenario: { script: [ { say: hi } ] }
+""")
+    done = run_tamesu(["validate"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert [line for line in done.stderr.splitlines() if ".yaml:" in line] == [
+        "s.tamesu.yaml:2:18: hooks.before_each[0]: bad template {{vars.order}}: test 's/plain' has no var 'order', "
+        "and a before_each hook runs around every test (give it one, or a default in vars:)",
+    ], done.stderr
+
+
 def test_a_project_targets_template_is_placed_in_tamesu_yaml(tmp_path: Path) -> None:
     # before: "suites/a.tamesu.yaml:1:1: targets.shop.url: ..." (the suite's first character), once per suite
     (tmp_path / "tamesu.yaml").write_text('suites: ["*.tamesu.yaml"]\ntargets:\n  shop:\n    type: rest\n'

@@ -171,6 +171,11 @@ CASES = [
         "suite.yaml:2:67: targets.r.response.final: path: input should be a valid string, got 5",
         id="condition-path-not-text",  # was "path: Input should be a valid string", pydantic's words as they came
     ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    capture: [ { name: eta, json_path: '$[' } ]\n",
+        "suite.yaml:8:40: tests[0].capture[0].json_path: bad JSONPath '$[': unexpected end of query",
+        id="capture-json-path",  # validate said ok; every run was exit 3, "internal error: JSONPathSyntaxError"
+    ),
 ]
 
 

@@ -67,8 +67,12 @@ class Captured(Check[CapturedSpec]):
                 return Verdict(passed=True, reason=f"nothing captured as {name}, as expected")
             return Verdict(passed=False, reason=f"expected nothing captured as {name}, found {shown(value)}")
         if value is None:
+            # what the capture looked for, as a template that needed it says: whether the agent never said it or
+            # the capture looks for the wrong thing is the reader's to see (`capture_not_found`'s note)
+            note = next((e.data.get("note") for e in run.events
+                         if e.name == "capture_not_found" and e.data.get("name") == name and e.data.get("note")), None)
             return Verdict(passed=False,
-                           reason=f"expected a value captured as {name}, found none ({_names(run.captured)})")
+                           reason=f"expected a value captured as {name}, found none ({note or _names(run.captured)})")
         try:
             expected = render_expectations(run.context, expectations(self.spec))
         except TemplateError as exc:

@@ -18,7 +18,7 @@ from tamesu.conversation import Exchange, Session
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import unfound
 from tamesu.engine.fault import attribute
-from tamesu.engine.grading import completed_turns, grade, planned_checks
+from tamesu.engine.grading import completed_turns, grade, planned_checks, with_capture_notes
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
 from tamesu.engine.timeouts import timed_out
@@ -182,10 +182,12 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         result.status, result.end_reason = "error", "error"
         result.error = unexpected(exc, inputs)
     finally:
+        # before the after_each hooks: one that needs a capture no turn had says what the capture looked for
+        unfound(test.spec.capture, captured, session, len(exchanges))
         try:
             await run_hooks(inputs.after_each, context, "after_each")
         except HookFailed as exc:
-            warnings.append(str(exc))
+            warnings.append(with_capture_notes(str(exc), session.events))
         if isinstance(user, CounterpartUser):
             await user.aclose()
         await remote_agents.stop()  # after every run, a failed one too
@@ -210,7 +212,6 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]
     result.metrics = measured.standard()
     result.captured = dict(captured)
-    unfound(test.spec.capture, captured, session, len(exchanges))
     result.tool_calls = [call for e in exchanges for call in e.agent.tool_calls]
     result.events = session.events
     skipped = user.skipped if user is not None and result.status != "error" else None

@@ -7,6 +7,7 @@ import collections
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -101,7 +102,9 @@ def expand_test(
         [(c.name, {**base_vars, **c.vars}) for c in cases] if cases else [(None, base_vars)]
     )
     expanded: list[PlannedTest] = []
+    cased = _CaseProblems(problems, rows, len(spec.cases), len(variants))
     for number, (case_name, written_vars) in enumerate(variants):
+        cased.start(number, case_name)
         # a var may name another, at any depth: the test sees them put in (the run renders what is left once)
         merged_vars, wrong = resolve_vars(written_vars)
         if wrong:
@@ -125,9 +128,11 @@ def expand_test(
                 case_spec = TestSpec.model_validate({**rendered, "vars": merged_vars})
             except ValidationError as exc:
                 problems.extend(problems_from(exc, doc, TestSpec, loc, owner="test"))
+                cased.name_the_case()
                 continue
         assertions = parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs,
                                        suite.search)
+        cased.name_the_case()
         # the warnings below name an assertion by its place under `assert:`, which a broken entry left out shifts
         placed = len(assertions) == len(case_spec.assert_)
         if case_name is None or case_name == variants[0][0]:
@@ -155,7 +160,55 @@ def expand_test(
         tags = [*case_spec.tags, *([f"case:{case_name}"] if case_name else [])]
         expanded.append(PlannedTest(suite, case_spec, name, case_name, merged_vars, tags, assertions, {}, index,
                                     attack=attack))
+    cased.finish()
     return [] if broken else expanded
+
+
+class _CaseProblems:
+    """A problem some cases' values made (an empty `expect` in `contains: "{{vars.expect}}"`) is said where the
+    test writes it, naming each such case and, from a cases file, its row: said once for all cases, it named none
+    of the 200 rows of a spreadsheet. One that every case has is the test's own, said once. At most `MAX_SAID`
+    cases are said, then how many more."""
+
+    MAX_SAID = 20
+
+    def __init__(self, problems: list[Problem], rows: CaseRows | None, inline: int, variants: int) -> None:
+        self.problems, self.rows, self.inline, self.variants = problems, rows, inline, variants
+        self.said = len(problems)
+        self.number, self.name = 0, ""
+        self.seen: dict[Problem, list[tuple[int, str]]] = {}
+
+    def start(self, number: int, name: str | None) -> None:
+        self.number, self.name, self.said = number, name or "", len(self.problems)
+
+    def name_the_case(self) -> None:
+        if not self.name:
+            return  # no case: the test's own problems
+        for problem in self.problems[self.said:]:
+            self.seen.setdefault(problem, []).append((self.number, self.name))
+        del self.problems[self.said:]
+
+    def finish(self) -> None:
+        more: Problem | None = None
+        count = 0
+        for problem, cases in self.seen.items():
+            if len(cases) == self.variants:
+                self.problems.append(problem)
+                continue
+            for number, name in cases:
+                count += 1
+                if count > self.MAX_SAID:
+                    more = more or problem
+                    continue
+                where = ""
+                if self.rows is not None and number >= self.inline:
+                    row = self.rows.problem(self.rows.row_of(number - self.inline), None, "")
+                    where = f", {row.file}:{row.line}"
+                self.problems.append(replace(problem, message=f"{problem.message} (case {name!r}{where})"))
+        if more is not None:
+            left = count - self.MAX_SAID
+            self.problems.append(replace(more, message=f"{left:,} more cases with problems of their values",
+                                         count=left))
 
 
 MAX_INLINE_CASES = 2_000

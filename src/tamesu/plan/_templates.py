@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from tamesu.errors import Problem, article
@@ -287,10 +287,13 @@ _HOOK_ROOTS = {"before_all": ("vars", "env", "secrets"), "after_all": ("vars", "
 context (its and the project's vars), so nothing of a test (captured, run, remote, session) is there."""
 
 
-def check_hook_templates(hooks: object, doc: Document, variables: set[str], test_vars: set[str],
-                         secret_problems: list[Problem], problems: list[Problem], secrets: Secrets) -> None:
+def check_hook_templates(hooks: object, doc: Document, variables: set[str], test_vars: Mapping[str, set[str]],
+                         secret_problems: list[Problem], problems: list[Problem], secrets: Secrets,
+                         captures: set[str] | None = None) -> None:
     """Every template of a `hooks:` block (a suite's or tamesu.yaml's, as written) names something that exists
-    when the hook runs; `test_vars` are those any test of the suite has, for its `before_each`/`after_each`."""
+    when the hook runs; `test_vars` are the vars of each test the hooks run around (by its id; a skipped one left
+    out), for its `before_each`/`after_each`, `captures` the names any of its tests captures (None: not known
+    here), for its `after_each`."""
     if not isinstance(hooks, dict):
         return
     for stage, entries in hooks.items():
@@ -310,10 +313,22 @@ def check_hook_templates(hooks: object, doc: Document, variables: set[str], test
                     problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: a before_each hook runs before "
                                                 "the conversation, which captures nothing yet (an after_each hook "
                                                 "has its captures)"))
+                elif captures is not None and (m := _CAPTURED_REF.match(expr)) and m.group(1) not in captures:
+                    # a name no test captures fails the hook after every run, a warning each time: a typo
+                    known = f" (the tests capture {', '.join(sorted(captures))})" if captures else ""
+                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no test captures "
+                                                f"{m.group(1)!r}{known}"))
                 elif (m := _VAR_REF.match(expr)) and m.group(1) not in variables and (
-                        stage in _HOOK_ROOTS or m.group(1) not in test_vars):
-                    problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} in "
-                                                "the suite or the project"))
+                        stage in _HOOK_ROOTS or (lacking := [t for t, v in test_vars.items() if m.group(1) not in v])):
+                    if stage in _HOOK_ROOTS or len(lacking) == len(test_vars):
+                        problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: no var {m.group(1)!r} in "
+                                                    "the suite or the project"))
+                    else:  # the hook runs around every test: each run of these would be an error (exit 3)
+                        more = f" and {len(lacking) - 1} more" if len(lacking) > 1 else ""
+                        article = "an" if stage.startswith("after") else "a"
+                        problems.append(doc.problem(loc, f"bad template {{{{{expr}}}}}: test {lacking[0]!r}{more} "
+                                                    f"has no var {m.group(1)!r}, and {article} {stage} hook runs "
+                                                    "around every test (give it one, or a default in vars:)"))
                 elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
                     secret_problems.append(doc.problem(loc, f"environment variable {m.group(1)} is not set"))
                 elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
@@ -363,3 +378,31 @@ def var_problems(test_loc: tuple[object, ...], doc: Document, project_doc: Docum
         elif name in project:
             said.append(project_doc.problem(("vars", name), why))
     return said
+
+
+def check_default_templates(doc: Document | None, tests: Sequence[PlannedTest], problems: list[Problem]) -> None:
+    """`defaults.assert` (a suite's, or tamesu.yaml's) is graded on every test's runs with that test's vars and
+    captures: one naming a var or a capture a test lacks could not check there, a failure blamed on the agent
+    (exit 1). Said where the default is written, naming the first test that lacks it."""
+    defaults = doc.data.get("defaults") if doc is not None and isinstance(doc.data, dict) else None
+    entries = defaults.get("assert") if isinstance(defaults, dict) else None
+    if doc is None or not isinstance(entries, list) or not may_hold(entries, "{{"):
+        return
+    graded = [test for test in tests if not test.spec.skip]
+    for path, text in walk_strings(entries):
+        for expr, problem in references(text):
+            if problem:
+                continue  # a template that is no template: said where each test's assertions are parsed
+            if m := _VAR_REF.match(expr):
+                kind, lacking = "var", [t.id for t in graded if m.group(1) not in t.vars]
+            elif m := _CAPTURED_REF.match(expr):
+                kind, lacking = "capture", [t.id for t in graded if m.group(1) not in {c.name for c in t.spec.capture}]
+            else:
+                continue
+            if not lacking:
+                continue
+            who = f"no test has the {kind} {m.group(1)!r}" if len(lacking) == len(graded) else \
+                f"test {lacking[0]!r}{f' and {len(lacking) - 1} more' if len(lacking) > 1 else ''} has no {kind} " \
+                f"{m.group(1)!r}"
+            problems.append(doc.problem(("defaults", "assert", *path), f"bad template {{{{{expr}}}}}: {who} (a "
+                                        "default assertion is graded on every test's runs)"))

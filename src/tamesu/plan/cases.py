@@ -83,21 +83,26 @@ class CaseRows:
         return self._spans[index]
 
     def fields(self, index: int) -> list[int]:
-        """Where each field of the CSV row `index` starts (a quoted field's delimiters are its own)."""
+        """Where each field of the CSV row `index` starts (a quoted field's delimiters are its own, also after the
+        spaces a hand-written `a, "b, c"` puts before it)."""
         start, end = self.span(index)
-        found, quoted, at = [start], False, start
+        found, quoted, at, lead = [start], False, start, start
         while at < end:
             char = self.text[at]
+            if at == lead and char == " ":
+                lead += 1  # the spaces before a field's first character, as csv's skipinitialspace skips them
+                found[-1] = lead
             if quoted:
                 if char == '"':
                     if self.text.startswith('"', at + 1):
                         at += 1  # "" is a quote inside a quoted field
                     else:
                         quoted = False
-            elif char == '"' and at == found[-1]:
+            elif char == '"' and at == lead:
                 quoted = True
             elif char == self.delimiter:
                 found.append(at + 1)
+                lead = at + 1
             at += 1
         return found
 
@@ -196,8 +201,11 @@ def _read_csv(path: Path, found: CaseRows) -> None:
     # Excel writes `;` where the comma is the decimal mark, and spreadsheets export tabs: the delimiter is
     # the one that makes a `name` column of the header
     header = text.splitlines()[0] if text.strip() else ""
-    found.delimiter = next((d for d in ",;\t|" if "name" in next(csv.reader([header], delimiter=d))), ",")
-    reader = csv.DictReader(io.StringIO(text), delimiter=found.delimiter)
+    # a hand-written `name, order, expect`: the spaces after a delimiter are no part of a name or a value (a
+    # column ' order' was no var `order`, and `a, "b, c"` three fields); a value that keeps them is quoted
+    found.delimiter = next((d for d in ",;\t|" if "name" in next(csv.reader([header], delimiter=d,
+                                                                           skipinitialspace=True))), ",")
+    reader = csv.DictReader(io.StringIO(text), delimiter=found.delimiter, skipinitialspace=True)
     if not reader.fieldnames or "name" not in reader.fieldnames:
         raise ValueError(f"{path.name} needs a header row with a name column (its first row: {header[:80]!r})")
     found.names = list(reader.fieldnames)
@@ -213,7 +221,7 @@ def _read_csv(path: Path, found: CaseRows) -> None:
 def _records(lines: _Lines, delimiter: str) -> Iterator[list[str]]:
     """csv's records of `lines` up to the first it cannot read."""
     with contextlib.suppress(csv.Error):
-        yield from csv.reader(lines, delimiter=delimiter)
+        yield from csv.reader(lines, delimiter=delimiter, skipinitialspace=True)
 
 
 class _Lines:

@@ -19,6 +19,7 @@ from tamesu.plan import _fit, _lint, _slo_names
 from tamesu.plan._checks import check_prompted_targets
 from tamesu.plan._expand import expand_test
 from tamesu.plan._templates import (
+    check_default_templates,
     check_hook_templates,
     check_suite_hooks,
     check_templates,
@@ -120,9 +121,10 @@ def load_plan(
     if project.doc is not None and isinstance(project.doc.data, dict):
         # the project's hooks run with every suite: a var any of them (or any test) has may be meant
         known = {*project.spec.vars, *(name for suite in plan.suites for name in suite.spec.vars)}
+        check_default_templates(project.doc, plan.tests, problems)
         check_suite_hooks(project.doc, problems)  # `{{remote...}}`: said there, with why
         check_hook_templates(project.doc.data.get("hooks"), project.doc, known,
-                             {name for test in plan.tests for name in test.vars},
+                             {test.id: set(test.vars) for test in plan.tests if not test.spec.skip},
                              problems if require_secrets else plan.warnings, problems, secrets)
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)), warnings=list(dict.fromkeys(plan.warnings)))
@@ -238,12 +240,22 @@ def _load_suite(
         check_unused_targets(suite, used, problems, warnings, secrets)
     problems.extend(_slo_names.suite_slo_problems(suite, used))
     suite_vars = {*project.spec.vars, *spec.vars}
-    test_vars = {name for test in planned for name in test.vars}
+    test_vars = {test.id: set(test.vars) for test in planned if not test.spec.skip}
+    check_default_templates(doc, planned, problems)
     check_hook_templates(doc.data.get("hooks") if isinstance(doc.data, dict) else None, doc, suite_vars, test_vars,
-                         problems if require_secrets else warnings, problems, secrets)
+                         problems if require_secrets else warnings, problems, secrets,
+                         _capture_names(spec.tests))
     if problems:
         raise ConfigError(problems, warnings=warnings)
     return suite, planned, warnings
+
+
+def _capture_names(tests: list[dict[str, object]]) -> set[str]:
+    """The names the tests capture, as written: a test that did not plan for a problem of its own still has
+    them (its problem is said; a hook naming its capture is not one more)."""
+    written = [test.get("capture") for test in tests]
+    return {str(c["name"]) for capture in written if isinstance(capture, list)
+            for c in capture if isinstance(c, dict) and "name" in c}
 
 
 def _used_targets(spec: SuiteSpec, planned: list[PlannedTest]) -> set[str] | None:

@@ -224,7 +224,8 @@ class TestResult(BaseModel):
         """What the test did when quarantine is set aside: passed, failed or error."""
         if self.status != "quarantined":
             return self.status
-        if any(r.status == "error" for r in self.runs) and self.passed_runs < self.total_runs:
+        # a test a failing before_all hook kept from starting counts no run, its one summary the hook's error
+        if any(r.status == "error" for r in self.runs) and self.passed_runs < max(self.total_runs, len(self.runs)):
             return "error"
         return "failed"
 

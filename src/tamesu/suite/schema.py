@@ -10,6 +10,7 @@ import datetime as dt
 import re
 from typing import ClassVar, Literal
 
+import jsonpath
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tamesu.models.spec import BudgetSpec, CacheSpec, ModelMap
@@ -242,6 +243,18 @@ class CaptureSpec(Strict):
     """A JSONPath into the agent's raw response."""
     extract: str | None = None
     """A description in words; the `extract` model reads the value out of the agent's turn."""
+
+    @field_validator("json_path")
+    @classmethod
+    def _a_json_path(cls, value: str | None) -> str | None:
+        # one that cannot compile was each run's 'internal error' at the agent's first turn (exit 3)
+        if value is None or "{{" in value:  # a var's: checked once filled in, per case
+            return value
+        try:
+            jsonpath.compile(value)
+        except jsonpath.JSONPathError as exc:
+            raise ValueError(f"bad JSONPath {value!r}: {(str(exc).splitlines() or [type(exc).__name__])[0]}") from None
+        return value
 
     @model_validator(mode="after")
     def _one_source(self) -> CaptureSpec:
