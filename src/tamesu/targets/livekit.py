@@ -388,6 +388,9 @@ class LiveKitTarget(Target[LiveKitSpec]):
         self._seen_audio = len(self._heard.audio)
         return fresh
 
+    def put_back(self, count: int) -> None:
+        self._seen_audio -= count
+
     def call_over(self) -> bool:
         return self._agent is None
 

@@ -44,6 +44,11 @@ class Line(Protocol):
         """Whether the call has ended (the agent hung up or left); the reply ends with it."""
         ...
 
+    def put_back(self, count: int) -> None:
+        """The last `count` chunks `fresh_audio` gave are given again by its next call: they came after the reply
+        heard had ended, and are the next listening's."""
+        ...
+
 
 def ended_late(turn_timeout: float, idle: float) -> str:
     """Why a reply that was still going on at `turn_timeout` fails its turn: a caller would have given up (a
@@ -59,6 +64,9 @@ class Speech:
     pieces: list[bytes] = field(default_factory=list)
     spoke_at: float | None = None
     """Monotonic time of the agent's first sound."""
+    heard_out: float | None = None
+    """Monotonic time the reply was known to be over, when it fell quiet: its last sound and `idle` after it (a
+    listener behind the line knew it later)."""
 
     @property
     def pcm(self) -> bytes:
@@ -72,8 +80,10 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
     `turn_timeout`. `give_up`, asked once per look, ends the reply early when it says so (the call's
     `max_duration`). With `limit`, a reply that has not started within that many seconds is no reply: the
     Speech comes back with `spoke_at` None (a `wait_for` listening on for more of the agent's words, whose
-    own timeout is the limit, however it compares with `turn_timeout`, which then runs from the first sound). `paced`:
-    the line plays its audio out at its own pace, and each chunk is heard as it arrives (a SIP call's)."""
+    own timeout is the limit, however it compares with `turn_timeout`, which then runs from the first sound). A
+    `limit` of 0 or less is a late look (`heard.late_look`): the wait ended that long ago, and only a reply whose
+    first sound came by then is heard. `paced`: the line plays its audio out at its own pace, and each chunk is heard
+    as it arrives (a SIP call's)."""
     # numpy: this module's POLL_S is read by text-mode targets too
     from tamesu.audio.level import first_sound, is_speech
 
@@ -82,10 +92,19 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
     started = time.monotonic()
     # a listen's turn_timeout runs from the agent's first sound: before it, `limit` alone says how long to wait
     timed_from = started
+    late_by = started + limit if limit is not None and limit <= 0 else None
     quiet_since: float | None = None
     while True:
         signalled = line.poll()
-        for at, pcm in line.fresh_audio():
+        fresh = line.fresh_audio()
+        for n, (at, pcm) in enumerate(fresh):
+            if quiet_since is not None and signalled is None and at - quiet_since >= idle:
+                # the reply had ended before this chunk came (`idle` of quiet): a listener behind the line (a late
+                # look, read after the utterance before was transcribed) leaves what followed to the next listening
+                line.put_back(len(fresh) - n)
+                turn.completed_at_ms = line.to_ms(quiet_since)
+                heard.heard_out = quiet_since + idle
+                return heard
             loud = is_speech(pcm)
             if loud and heard.spoke_at is None and (cut := first_sound(pcm)):
                 # the line's silence is recorded, but the reply starts with the agent's first sound: in the
@@ -95,6 +114,10 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
             voice.agent_audio(pcm, arrived_ms=line.to_ms(at), paced=paced,
                               turn=audio_turn if heard.spoke_at is not None or loud else None)
             if loud:
+                if heard.spoke_at is None and late_by is not None and at > late_by:
+                    # a late look: its first sound came after the wait's end, heard by no listener by then
+                    line.put_back(len(fresh) - n - 1)
+                    return Speech()
                 if heard.spoke_at is None:
                     heard.spoke_at = at
                     turn.first_token_at_ms = line.to_ms(at)
@@ -116,6 +139,7 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
         if heard.spoke_at is not None and quiet_since is not None and now - quiet_since >= idle:
             # the reply was complete when it fell quiet: the idle wait that tells so is not the agent's time
             turn.completed_at_ms = line.to_ms(quiet_since)
+            heard.heard_out = quiet_since + idle
             return heard
         if limit is not None and heard.spoke_at is None:
             if now - started > limit:
