@@ -5,8 +5,9 @@ sent every 20 ms, as a phone network would: read at 8 kHz, that is a steady stre
 it never stops sending its greeting, as fast as the socket takes it; on `/endless` it never stops saying it, in
 real time (a talker who never stops, no flood). On `/line` it is a phone bridge: 20 ms frames every 20 ms for the
 whole call, digital silence whenever it is not speaking, and its answer `LINE_DELAY_S` after it heard the caller
-stop (0.5 s of quiet). On `/listens` it is `/burst` without its greeting: it waits for the caller. Its
-speech is tamesu's own text-to-speech (the voice extra), made once when the agent starts."""
+stop (0.5 s of quiet). On `/listens` it is `/burst` without its greeting: it waits for the caller. On `/menu`
+(made with `menu=True`) it says a phone menu in three utterances, each one message, `MENU_PAUSE_S` of silence
+apart. Its speech is tamesu's own text-to-speech (the voice extra), made once when the agent starts."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ LINE_DELAY_S = 0.8
 ANSWER = "We open at nine in the morning."
 TALKED_OVER_WITHIN_S = 18.0
 """`/stops`: how long its first answer goes on (ANSWER again and again) while the caller has not talked over it."""
+MENU = ("Thank you for calling the clinic.", "Press 1 for appointments, 2 for billing.", "Or stay on the line.")
+MENU_PAUSE_S = 5.0
 TALKS_ON_S = 2.0
 """`/stops?after_ms=-1`: how long its first answer goes on over the caller's words, at least."""
 
@@ -40,8 +43,9 @@ async def _speech(text: str) -> bytes:
 
 
 class BurstVoiceAgent(ThreadedWebsocketServer):
-    def __init__(self) -> None:
+    def __init__(self, menu: bool = False) -> None:
         self.connections = 0
+        self.menu: list[bytes] | None = [] if menu else None
         self.stops: list[float] = []
         """`/stops`: how long after the caller's first loud frame it stopped talking (ms, its own clock)."""
         self.greeting = self.answer = b""
@@ -49,6 +53,8 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
 
     async def _prepare(self) -> None:
         self.greeting, self.answer = await _speech(GREETING), await _speech(ANSWER)
+        if self.menu is not None:
+            self.menu = [await _speech(said) for said in MENU]
 
     async def _handler(self, ws: ServerConnection) -> None:
         self.connections += 1
@@ -59,6 +65,9 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
                 return
             if path.startswith("/stops"):  # `/stops?after_ms=N`: a caller talking over its answer stops it
                 await self._stops(ws, int(path.partition("after_ms=")[2] or -1))
+                return
+            if path == "/menu" and self.menu:
+                await self._menu(ws, self.menu)
                 return
             if path == "/hum":  # a faint hum at real-time pace, never speech: audio came, nothing was said
                 await self._line(ws, hum=True)
@@ -117,6 +126,17 @@ class BurstVoiceAgent(ThreadedWebsocketServer):
                 await asyncio.sleep(max(0.0, start + (n + 1) * 0.02 - loop.time()))
         finally:
             listening.cancel()
+
+    async def _menu(self, ws: ServerConnection, menu: list[bytes]) -> None:
+        """`/menu`: each utterance in one message, on a clock: the next `MENU_PAUSE_S` after the last one's audio."""
+        loop = asyncio.get_running_loop()
+        at = loop.time()
+        for said in menu:
+            await asyncio.sleep(max(0.0, at - loop.time()))
+            await ws.send(said)
+            at += len(said) / 2 / RATE + MENU_PAUSE_S
+        async for _message in ws:  # read on: the caller's frames, its close
+            pass
 
     async def _stops(self, ws: ServerConnection, after_ms: int) -> None:
         """`/stops?after_ms=N`: greets, answers each utterance 0.3 s after it ended with a long answer (four

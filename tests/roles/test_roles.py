@@ -498,3 +498,22 @@ def test_prompts_are_versioned_data_files(role: str, newest: int, sections: set[
         _prompts.load(role, 99)
     with pytest.raises(KeyError):
         prompt.render("user" if "user" in sections else "missing")  # every placeholder must be given
+
+
+def test_a_wait_past_its_timeout_looks_late_while_its_looks_bring_utterances() -> None:
+    """Every utterance heard before a `wait_for`'s end counts: a listening that brought one, however late it ended
+    (tamesu's speech-to-text behind), is followed by a late look (a listen of 0 s or less: how long ago the wait
+    ended), and only a look that brought nothing ends the wait. Before, the wait ended at its timeout."""
+    import time as clock
+
+    from tamesu.roles.wait_for import WaitFor
+    from tamesu.suite.schema import ScriptStep
+
+    step, waiting = ScriptStep(wait_for="press 2", timeout=0.05), WaitFor()
+    exchanges = [Exchange(1, None, AgentTurn(text="Thank you for calling."))]
+    assert waiting.keep_listening(1, step, exchanges) == 0.05  # the first look: the whole timeout
+    exchanges.append(Exchange(2, None, AgentTurn(text="Press 1 for appointments.")))
+    clock.sleep(0.1)  # the look brought an utterance, read past the end
+    late = waiting.keep_listening(1, step, exchanges)
+    assert late is not None and -0.5 < late <= -0.05, late
+    assert waiting.keep_listening(1, step, exchanges) is None  # the late look brought nothing: over

@@ -9,6 +9,7 @@ test runs only with LIVEKIT_URL)."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import time
 from pathlib import Path
@@ -92,6 +93,45 @@ async def test_a_reply_nothing_reads_during_the_call_is_transcribed_after_it(tmp
     assert ("balance" in turn.text.lower() and "42" in turn.text) or "forty" in turn.text.lower(), turn.text
     (audio,) = events(session, "audio")
     assert (audio["transcribed_during_call"], audio["transcribed_after_call"]) == (0, 1), audio
+
+
+@pytest.mark.skipif(importlib.util.find_spec("livekit.rtc") is None, reason="the livekit extra is not installed")
+async def test_a_reply_read_during_the_call_has_turn_timeout_from_when_it_was_heard_out(tmp_path: Path) -> None:
+    """As on every voice target (`heard.words_by`, docs/voice-targets.md): the bound of a reply's transcription is
+    its turn_timeout from when it was heard out, not from the turn's start. tamesu's transcription is held (a
+    loaded machine's, tests/speech_held.py) past both: the cut comes turn_timeout after the reply's last sound, or
+    later. Before, it came at the turn's start plus turn_timeout: 30 s after the start, some 5-20 s less after the
+    reply's last sound (the double's answer takes its transcription, synthesis and 2.3 s of speech); a reply that
+    took most of its turn to say left its transcription the rest."""
+    from speech_held import transcriber_held
+    from tamesu.audio import stt
+    from tamesu.errors import OwnSideError
+    from targets.test_livekit_target import opened
+
+    await asyncio.to_thread(stt.model)  # the double's own Whisper, loaded before its turn, not in it
+    rooms: list[Any] = []
+    limit = 30.0  # the double's answer is heard out within it (5-10 s after the caller's words; over 20 s at load 4)
+    async with transcriber_held(), opened(tmp_path, rooms, mode="audio", idle=1.2, turn_timeout=limit) as (
+            target, session):
+        session.reads_reply = lambda: True  # a capture, a simulator: transcribed during the call
+        last_sound: list[float] = []
+
+        async def note_the_last_sound() -> None:
+            while not rooms or rooms[0].replies_spoken == 0:
+                await asyncio.sleep(0.01)
+            last_sound.append(time.monotonic())
+
+        noting = asyncio.create_task(note_the_last_sound())
+        with pytest.raises(OwnSideError) as raised:
+            await target.send(UserTurn(text="What is my balance?"))
+        cut_at = time.monotonic()
+        noting.cancel()
+    assert last_sound, "the agent's reply never ended"
+    assert cut_at - last_sound[0] >= limit, cut_at - last_sound[0]
+    said = str(raised.value)
+    assert "was heard but not transcribed within turn_timeout (30s): not decided" in said, said
+    (cut,) = events(session, "transcription_cut")
+    assert cut["note"].endswith("within turn_timeout (30s) after it was heard out: the turn's text has none of it"), cut
 
 
 def test_a_cut_in_a_turn_is_the_environments_error_with_the_designs_error_classes_too(tmp_path: Path) -> None:

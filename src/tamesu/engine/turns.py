@@ -224,6 +224,8 @@ async def _hear_more(
     the conversation's end when it failed or the agent ended it, else None. Listening takes no turn of
     `max_turns`: the wait's `timeout` bounds it."""
     index = len(exchanges) + 1
+    if timeout <= 0 and not target.hears_late:  # a late look: nothing is heard behind a target that reads at once
+        return None
     try:
         since, more = time.time_ns(), await target.listen(timeout)
     except TurnError as exc:

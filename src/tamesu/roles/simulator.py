@@ -43,7 +43,8 @@ class UserAction:
     """Set when stopping means the agent did not do what the script waited for."""
     listen: float | None = None
     """Hear more of the agent first, for up to this many seconds, then ask again (a `wait_for` whose phrase
-    the agent has not said yet): the engine adds what the agent says as turns without a user turn."""
+    the agent has not said yet): the engine adds what the agent says as turns without a user turn. 0 or less: a
+    late look, what the agent said before the wait's end, which passed that long ago (`Target.listen`)."""
     note: dict[str, object] | None = None
     """What the user side decided and why (whether the agent awaits input, where the next input came
     from), recorded as a `user_side` event in the run's timeline."""
@@ -132,8 +133,9 @@ class ScriptedUser(UserSimulator):
                     more = self._wait.keep_listening(number, step, exchanges)
                     if more is not None:
                         self._next -= 1  # the same step, once the agent said more
-                        return UserAction(listen=more, note={"wait_for": expected, "step": number,
-                                                             "listening_s": round(more, 3)})
+                        # past the timeout (a late look): how long ago it ended
+                        when = {"listening_s": round(more, 3)} if more > 0 else {"past_timeout_s": round(-more, 3)}
+                        return UserAction(listen=more, note={"wait_for": expected, "step": number, **when})
                     # a wait that ran to its timeout says so (an utterance begun before it is heard out); one a
                     # target ended at once, hearing the agent only in answer to a turn, does not
                     timeout = step.timeout if step.timeout is not None else DEFAULT_TIMEOUT

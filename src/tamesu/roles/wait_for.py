@@ -4,7 +4,8 @@ The agent's words since the user last spoke are read (an agent that greets in tw
 mid-menu, is heard whole). Text is matched as written (the phrase, or the phrase as a pattern); an audio turn
 is also matched as speech (tamesu.speech) unless the step says `match: exact`. While the phrase is not heard
 the step keeps listening, up to its `timeout` (default 15 s) from the first look: the engine hears the agent's
-next utterance (`UserAction.listen`); a target that cannot hear more unprompted ends the wait at once.
+next utterance (`UserAction.listen`); a target that cannot hear more unprompted ends the wait at once. Every
+utterance the agent said before the timeout counts, however late tamesu read it (`WaitFor.keep_listening`).
 """
 
 from __future__ import annotations
@@ -98,15 +99,19 @@ class WaitFor:
         return timeout
 
     def keep_listening(self, number: int, step: ScriptStep, exchanges: list[Exchange]) -> float | None:
-        """Seconds more to listen for step `number`, or None when the wait is over: its timeout passed, or
-        the last listening brought nothing (the agent said nothing more, or the target cannot listen)."""
+        """Seconds more to listen for step `number`, or None when the wait is over: the last listening brought
+        nothing (the agent said nothing more in its time, or the target cannot listen). Past the timeout, a
+        listening that brought an utterance is followed by a late look (0 or less: how long ago the wait ended,
+        `Target.listen`): what the agent said before the end counts however late tamesu read it (its
+        speech-to-text, behind on a loaded machine, transcribed the utterance before past the end, while the next
+        one was heard), as a listener hears it; a wait ended as that utterance was read never looked at it."""
         now = time.monotonic()
         waiting = self._waiting
         if waiting is None or waiting.step != number:
             timeout = step.timeout if step.timeout is not None else DEFAULT_TIMEOUT
             self._waiting = Waiting(number, now, now + timeout, len(exchanges))
             return timeout if timeout > 0 else None
-        if len(exchanges) == waiting.seen or now >= waiting.deadline:
+        if len(exchanges) == waiting.seen:
             return None
         waiting.seen = len(exchanges)
         return waiting.deadline - now

@@ -154,6 +154,9 @@ class Target(ABC, Generic[SpecT]):
     """Its session is a phone call (`call_ended_by`, `transferred_to`)."""
     hears_dtmf: ClassVar[bool] = False
     """The digits the agent sends on the line are heard (`dtmf_received`)."""
+    hears_late: ClassVar[bool] = False
+    """`listen` takes a late look (a timeout of 0 or less): a voice target whose speech-to-text can be behind the
+    line hears what the agent said before a `wait_for`'s end, read after it."""
     signals_handoff: ClassVar[bool] = False
     """Its protocol says when a person took over, with or without the spec's `handoff:` (`handoff`)."""
     session_names: ClassVar[frozenset[str]] = frozenset()
@@ -268,7 +271,11 @@ class Target(ABC, Generic[SpecT]):
         """The agent's next utterance without the user saying anything (a `wait_for` still listening), its
         start waited for at most `timeout` seconds (longer than `turn_timeout` too, which bounds the utterance
         once it started); None when it said nothing in that time, or when this target hears the agent only in
-        answer to a turn (the default). Raises TurnError as `send` does."""
+        answer to a turn (the default). Raises TurnError as `send` does.
+
+        A `timeout` of 0 or less (asked only of a target that `hears_late`) is a late look: the wait's end passed
+        that many seconds ago, while tamesu transcribed the utterance before; the utterance that began before the
+        end (already heard, not yet read) is the agent's next, None when there is none."""
         return None
 
     @abstractmethod

@@ -74,12 +74,13 @@ _EARLIER = {
 
 
 async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0.0, wait_s: float | None = None,
-                      greeting: bool = False, grace_s: float = 0.0) -> str | None:
+                      greeting: bool = False, grace_s: float = 0.0, heard_out: float | None = None) -> str | None:
     """tamesu's speech-to-text of what one listening heard, from the agent's first sound; empty for under
     0.2 s of it. A listening begun at `started` (monotonic) for a `wait_for` (listening on for `wait_s`, or a
     greeting a script's first wait is for: `Session.greeting_wait_s`) is transcribed by the wait's end, plus
-    `grace_s` when it was heard out before it (`wait_until`): None when the words are not transcribed by then, which
-    is said (`transcription_cut`): the speech was heard. Any other reply within `grace_s` (`words_by`)."""
+    `grace_s` when it was heard out (at `heard_out`, monotonic; default now) before it (`wait_until`): None when
+    the words are not transcribed by then, which is said (`transcription_cut`): the speech was heard. Any other
+    reply within `grace_s` (`words_by`)."""
     if not heard.pcm:
         return ""
     import numpy as np
@@ -90,7 +91,7 @@ async def transcribed(voice: AudioConversation, heard: Heard, started: float = 0
     from tamesu.audio import stt
     from tamesu.audio.clip import Clip
 
-    until = wait_until(voice.session.greeting_wait_s if greeting else wait_s, started, grace_s)
+    until = wait_until(voice.session.greeting_wait_s if greeting else wait_s, started, grace_s, heard_out)
     return await words_by(voice, Clip(samples, stt.WHISPER_RATE), heard.spoke_at or 0.0, until, grace_s)
 
 
@@ -110,16 +111,38 @@ async def words_by(voice: AudioConversation, clip: Clip, offset_ms: float, until
     return words
 
 
-def wait_until(wait_s: float | None, started: float, grace_s: float) -> float | None:
+def wait_until(wait_s: float | None, started: float, grace_s: float, heard_out: float | None = None) -> float | None:
     """When the transcription of what a `wait_for`'s listening heard must be done (monotonic), or None (no wait:
-    unbounded). A listening heard out before the wait's end heard the agent in time, however long tamesu's
-    speech-to-text then takes to read it (a loaded machine's seconds of Whisper made such a wait undecided, exit
-    3): it has `grace_s` more (the target's turn_timeout, which bounds every turn). An utterance heard out past
-    the wait's end has none: whether the phrase came before the end is not known from its words."""
+    unbounded). The wait ends at `started + wait_s` (a late look's `wait_s` is negative: its end had passed when it
+    began). An utterance heard out before that end (at `heard_out`, monotonic: the end of its speech and the `idle`
+    that told it was over, on the line's clock; default now) heard the agent in time, however long tamesu's
+    speech-to-text then takes to read it, or took to read the one before (a loaded machine's seconds of Whisper made
+    such a wait undecided, exit 3): it has `grace_s` more (the target's turn_timeout, which bounds every turn). An
+    utterance heard out past the wait's end has none: whether the phrase came before the end is not known from its
+    words."""
     if wait_s is None:
         return None
     end = started + wait_s
-    return end + grace_s if time.monotonic() < end else end
+    return end + grace_s if (time.monotonic() if heard_out is None else heard_out) < end else end
+
+
+def late_look(wait_s: float | None) -> bool:
+    """Whether a `wait_for`'s listening is a late look (`Target.listen` with a timeout of 0 or less): its end has
+    passed, and only what the agent said before it counts (speech tamesu heard while it transcribed the utterance
+    before, and had not read yet)."""
+    return wait_s is not None and wait_s <= 0
+
+
+def not_by(by_ms: float | None, spoke_at: float | None, came: float | None, more: bool) -> bool:
+    """Whether a late look (`by_ms`: its wait's end, ms on the session's clock; None for any other listening) is
+    over with nothing heard in time: before the agent's speech, nothing more had come by the end (`came`: when the
+    message just read arrived, None when none did; `more`: messages still queued), or its speech (`spoke_at`: where
+    it began to play) began after the end, which no listener heard before it."""
+    if by_ms is None:
+        return False
+    if spoke_at is None:
+        return came is None or came > by_ms or not more
+    return spoke_at > by_ms
 
 
 def not_transcribed(speech_ms: float, limit_s: float) -> OwnSideError:

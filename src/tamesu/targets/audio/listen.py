@@ -44,6 +44,11 @@ class Line(Protocol):
         """Whether the call has ended (the agent hung up or left); the reply ends with it."""
         ...
 
+    def put_back(self, count: int) -> None:
+        """The last `count` chunks `fresh_audio` gave are given again by its next call: they came after the reply
+        heard had ended, and are the next listening's."""
+        ...
+
 
 def ended_late(turn_timeout: float, idle: float) -> str:
     """Why a reply that was still going on at `turn_timeout` fails its turn: a caller would have given up (a
@@ -61,6 +66,9 @@ class Speech:
     """Monotonic time of the agent's first sound."""
     talked_over: bool = False
     """The persona started talking over the reply (`talk_over`): it ends there."""
+    heard_out: float | None = None
+    """Monotonic time the reply was known to be over, when it fell quiet: its last sound and `idle` after it (a
+    listener behind the line knew it later)."""
 
     @property
     def pcm(self) -> bytes:
@@ -75,12 +83,13 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
     `turn_timeout`. `give_up`, asked once per look, ends the reply early when it says so (the call's
     `max_duration`). With `limit`, a reply that has not started within that many seconds is no reply: the
     Speech comes back with `spoke_at` None (a `wait_for` listening on for more of the agent's words, whose
-    own timeout is the limit, however it compares with `turn_timeout`, which then runs from the first sound). `paced`:
-    the line plays its audio out at its own pace, and each chunk is heard as it arrives (a SIP call's). `talk_over`,
-    asked once per look after the reply started: the persona talks over it now, and the reply ends there
-    (`talked_over`); after such a barge-in, audio that is the talked-over reply going on is no part of the next reply
-    (`AudioConversation.earlier_reply`), and is placed a frame at a time, so its stop is timed to 20 ms, not to a
-    chunk's 100."""
+    own timeout is the limit, however it compares with `turn_timeout`, which then runs from the first sound). A
+    `limit` of 0 or less is a late look (`heard.late_look`): the wait ended that long ago, and only a reply whose
+    first sound came by then is heard. `paced`: the line plays its audio out at its own pace, and each chunk is heard
+    as it arrives (a SIP call's). `talk_over`, asked once per look after the reply started: the persona talks over
+    it now, and the reply ends there (`talked_over`); after such a barge-in, audio that is the talked-over reply
+    going on is no part of the next reply (`AudioConversation.earlier_reply`), and is placed a frame at a time, so
+    its stop is timed to 20 ms, not to a chunk's 100."""
     # numpy: this module's POLL_S is read by text-mode targets too
     from tamesu.audio.level import first_sound, is_speech
 
@@ -89,32 +98,46 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
     started = time.monotonic()
     # a listen's turn_timeout runs from the agent's first sound: before it, `limit` alone says how long to wait
     timed_from = started
+    late_by = started + limit if limit is not None and limit <= 0 else None
     quiet_since: float | None = None
     while True:
         signalled = line.poll()
-        for at, pcm in _framed(voice, line.fresh_audio()):
-            if talk_over is not None and _before_the_reply(voice, audio_turn, pcm, line.to_ms(at)):
-                voice.agent_audio(pcm, arrived_ms=line.to_ms(at), paced=paced)  # the talked-over reply's tail
-                continue
-            loud = is_speech(pcm)
-            if loud and heard.spoke_at is None and (cut := first_sound(pcm)):
-                # the line's silence is recorded, but the reply starts with the agent's first sound: in the
-                # chunk that carries it, after up to 100 ms of the line's silence, each sample at its place
-                voice.agent_audio(pcm[:cut * 2], arrived_ms=line.to_ms(at), paced=paced)
-                at, pcm = at + cut / voice.receive_format.rate, pcm[cut * 2:]
-            voice.agent_audio(pcm, arrived_ms=line.to_ms(at), paced=paced,
-                              turn=audio_turn if heard.spoke_at is not None or loud else None)
-            if loud:
-                if heard.spoke_at is None:
-                    heard.spoke_at = at
-                    turn.first_token_at_ms = line.to_ms(at)
-                    if limit is not None:
-                        timed_from = time.monotonic()
-                quiet_since = None
-                heard.pieces.append(pcm)
-            elif heard.spoke_at is not None:
-                heard.pieces.append(pcm)
-                quiet_since = quiet_since or at
+        fresh = line.fresh_audio()
+        for n, (chunk_at, chunk) in enumerate(fresh):
+            if quiet_since is not None and signalled is None and chunk_at - quiet_since >= idle:
+                # the reply had ended before this chunk came (`idle` of quiet): a listener behind the line (a late
+                # look, read after the utterance before was transcribed) leaves what followed to the next listening
+                line.put_back(len(fresh) - n)
+                turn.completed_at_ms = line.to_ms(quiet_since)
+                heard.heard_out = quiet_since + idle
+                return heard
+            for at, pcm in _framed(voice, [(chunk_at, chunk)]):
+                if talk_over is not None and _before_the_reply(voice, audio_turn, pcm, line.to_ms(at)):
+                    voice.agent_audio(pcm, arrived_ms=line.to_ms(at), paced=paced)  # the talked-over reply's tail
+                    continue
+                loud = is_speech(pcm)
+                if loud and heard.spoke_at is None and (cut := first_sound(pcm)):
+                    # the line's silence is recorded, but the reply starts with the agent's first sound: in the
+                    # chunk that carries it, after up to 100 ms of the line's silence, each sample at its place
+                    voice.agent_audio(pcm[:cut * 2], arrived_ms=line.to_ms(at), paced=paced)
+                    at, pcm = at + cut / voice.receive_format.rate, pcm[cut * 2:]
+                voice.agent_audio(pcm, arrived_ms=line.to_ms(at), paced=paced,
+                                  turn=audio_turn if heard.spoke_at is not None or loud else None)
+                if loud:
+                    if heard.spoke_at is None and late_by is not None and at > late_by:
+                        # a late look: its first sound came after the wait's end, heard by no listener by then
+                        line.put_back(len(fresh) - n - 1)
+                        return Speech()
+                    if heard.spoke_at is None:
+                        heard.spoke_at = at
+                        turn.first_token_at_ms = line.to_ms(at)
+                        if limit is not None:
+                            timed_from = time.monotonic()
+                    quiet_since = None
+                    heard.pieces.append(pcm)
+                elif heard.spoke_at is not None:
+                    heard.pieces.append(pcm)
+                    quiet_since = quiet_since or at
         if signalled is not None and heard.spoke_at is not None and quiet_since is not None:
             # digits after the words (an IVR's "1234#" said after "here are your digits") are the reply going on:
             # its end is idle after the last of them, not after the words (the last digits were cut off)
@@ -126,6 +149,7 @@ async def listen(line: Line, voice: AudioConversation, turn: AgentTurn, *, idle:
         if heard.spoke_at is not None and quiet_since is not None and now - quiet_since >= idle:
             # the reply was complete when it fell quiet: the idle wait that tells so is not the agent's time
             turn.completed_at_ms = line.to_ms(quiet_since)
+            heard.heard_out = quiet_since + idle
             return heard
         if talk_over is not None and heard.spoke_at is not None and talk_over():
             heard.talked_over = True

@@ -37,7 +37,9 @@ from tamesu.targets.audio.hear_out import hear_out
 from tamesu.targets.audio.heard import (
     Heard,
     hung_up,
+    late_look,
     listening_notes,
+    not_by,
     read_after_call,
     take_what_was_heard,
     transcribed,
@@ -66,6 +68,7 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
     """A target whose agent is reached over one audio websocket (see the module's docstring)."""
 
     audio = dtmf = True  # a phone-like call: it speaks, and its wire says how a digit travels
+    hears_late = True
     can_dtmf = True
     idle_s: float = 1.0
     strict_pace = False
@@ -294,15 +297,25 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
         started = time.monotonic()
         limit = self.spec.turn_timeout
         timed_from = None if wait_s is not None else started  # listening on: turn_timeout from its first sound
+        # a late look: what arrived by the wait's end, which passed while the utterance before was transcribed
+        by_ms = session.now_ms() + wait_s * 1000 if wait_s is not None and late_look(wait_s) else None
         audio_turn = self._require_voice().current
         idle_ms = self.idle_s * 1000
         ended = interrupted = fell_quiet = False
         while True:
+            came: float | None = None
             try:
                 message, at = await asyncio.wait_for(self._queue.get(), POLL_S)
             except TimeoutError:
                 pass  # nothing came: the idle, barge-in and turn_timeout checks below still run
             else:
+                came = at
+                if heard.quiet_from is not None and at - heard.quiet_from >= idle_ms and not self._still_speaking():
+                    # the reply had ended (`idle` of quiet) before this came: a listener behind the line (a late look,
+                    # read after the utterance before was transcribed) leaves it to the next listening
+                    self._read_first((message, at))
+                    fell_quiet = True
+                    break
                 if message is None:
                     self._queue.put_nowait((None, at))
                     if heard.spoke_at is None:
@@ -320,8 +333,12 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
                 if too_much := past_the_cap(heard, limit, lambda: self._flood(heard)):
                     raise TurnError(too_much, raw=heard.controls)
                 if stop_kind is not None:
+                    if not_by(by_ms, heard.spoke_at, came, more=True):
+                        return None
                     ended = stop_kind == "hangup"
                     break
+            if not_by(by_ms, heard.spoke_at, came, more=not self._queue.empty()):
+                return None
             now_ms = session.now_ms()
             # quiet only once every message that came has been read: audio queued while the user spoke is
             # placed at its arrival, so the first stale chunk alone would look like a reply long finished
@@ -336,7 +353,7 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
                 self._barging = True
                 break
             if wait_s is not None and heard.spoke_at is None:
-                if time.monotonic() - started > wait_s:
+                if by_ms is None and time.monotonic() - started > wait_s:
                     return None
                 continue
             timed_from = timed_from or time.monotonic()
@@ -366,7 +383,12 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
         # a reply put aside (read_after_call) is what the caller heard of it, up to a barge-in, once the call is over;
         # a `wait_for`'s listening is transcribed within its time (wait_until; what it did not hear is said)
         if own or not read_after_call(session, turn, self._heard_after_stop, talked_over=interrupted):
-            words = own or await transcribed(self._require_voice(), heard, started, wait_s, greeting, limit)
+            # heard out when its speech ended and `idle` told so, on the playback clock: a listener behind (a late
+            # look reads what came while the utterance before was transcribed) fell quiet later than the agent did
+            heard_out = (time.monotonic() - (session.now_ms() - heard.quiet_from - idle_ms) / 1000
+                         if fell_quiet and heard.quiet_from is not None else None)
+            words = own or await transcribed(self._require_voice(), heard, started, wait_s, greeting, limit,
+                                             heard_out)
         turn.text = words or ""
         turn.raw = [*heard.controls, {"agent_audio_ms": round(heard.audio_ms, 1), "heard": turn.text}]
         record, measures = self._require_voice().end_turn(heard=None if own or words is None else turn.text)
@@ -378,6 +400,14 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
             self._close_barge_in()  # the reply talked over before this one: its stop is known by now
             self._interrupted = turn
         return turn
+
+    def _read_first(self, entry: tuple[Any, float]) -> None:
+        """`entry`, taken from the queue, is read again before what came after it."""
+        after = [entry]
+        while not self._queue.empty():
+            after.append(self._queue.get_nowait())
+        for each in after:
+            self._queue.put_nowait(each)
 
     def _still_speaking(self) -> bool:
         """Whether the agent said it is still speaking (a pause is then no end of its turn); protocols override."""

@@ -244,7 +244,7 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
         if self.spec.mode == "audio":
             return await super().listen(timeout)
         session = self._require_session()
-        if self._closed is not None:
+        if self._closed is not None or timeout <= 0:  # a late look: the bot's words need no transcription
             return None
         return await self._listen_text(AgentTurn(sent_at_ms=session.now_ms()), wait_s=timeout)
 

@@ -71,7 +71,7 @@ class SipTarget(Target[SipSpec]):
                                         measured.STOP}
     phone_call = hears_dtmf = True
     session_names = frozenset({"uri"})
-    audio = dtmf = True
+    audio = dtmf = hears_late = True
     Spec = SipSpec
     spec: SipSpec
 
@@ -361,7 +361,8 @@ class SipTarget(Target[SipSpec]):
                 and "greeting_ms" not in self._metrics):
             self._metrics["greeting_ms"] = self._greeting_ms(heard.spoke_at)
         # a `wait_for` (listening on for `limit`, or a first one for the greeting): transcribed in its time
-        until = wait_until(session.greeting_wait_s if first else limit, started, self.spec.turn_timeout)
+        until = wait_until(session.greeting_wait_s if first else limit, started, self.spec.turn_timeout,
+                           heard.heard_out)
         words = await words_of(voice, session, turn, heard.pcm, self.to_ms(heard.spoke_at or time.monotonic()),
                                until, self.spec.turn_timeout, self._after_call, talked_over=heard.talked_over)
         turn.text = words or ""
@@ -418,6 +419,9 @@ class SipTarget(Target[SipSpec]):
         fresh = audio[self._seen_chunks:]
         self._seen_chunks = len(audio)
         return fresh
+
+    def put_back(self, count: int) -> None:
+        self._seen_chunks -= count
 
     def poll(self) -> float | None:
         assert self._session is not None
