@@ -25,7 +25,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.functions import check_callable, load_function
@@ -51,8 +51,8 @@ class SpecAssertion(Strict):
     args: dict[str, Any] | None = None
     use: str | None = Field(None, min_length=1)
     options: Options | None = None
-    negate: bool = False
-    ignore_case: bool = False
+    negate: StrictBool = False
+    ignore_case: StrictBool = False
 
     @model_validator(mode="after")
     def _complete(self) -> SpecAssertion:
@@ -112,6 +112,8 @@ def to_engine(raw: object, resolver: Resolver, on_turn: int | None = None) -> As
         message = said[:1].lower() + said[1:]
         if first["type"] == "extra_forbidden":
             message = f"not a key of {article(kind)} assertion"
+        elif first["type"] == "bool_type":  # "yes", 1: what was written, as a case's other keys say it
+            message += f", got {first['input']!r}"
         raise AssertionProblem(loc, message, at_key=first["type"] == "extra_forbidden") from None
     if unread := [key for key in raw if key not in ("type", "negate", *_KEYS[kind])]:
         raise AssertionProblem((unread[0],), f"not a key of {article(kind)} assertion, which reads "
