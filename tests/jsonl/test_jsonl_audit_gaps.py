@@ -35,3 +35,14 @@ def test_a_boolean_is_true_or_false_not_a_word_or_a_number(tmp_path: Path) -> No
         "cases.jsonl:2:77: interactive.enabled: input should be a valid boolean, got 1",
         "cases.jsonl:3:137: checkpoints[0].required: input should be a valid boolean, got 'no'",
         "cases.jsonl:4:93: assertions[0].ignore_case: input should be a valid boolean, got 'true'"]
+
+
+def test_a_type_assertion_names_the_json_type_a_near_miss_meant(tmp_path: Path) -> None:
+    # before: 'a type assertion needs path and value (string, number, ...)' for "Number", as if none were given
+    text = "\n".join(json.dumps({"id": str(n), "input": "hi", "assertions": [
+        {"type": "type", "path": "$.total", "value": value}]}) for n, value in enumerate(["Number", "str", "zebra"]))
+    types = "string, number, integer, boolean, array, object, null"
+    assert _problems(text, tmp_path) == [
+        f"cases.jsonl:1:88: assertions[0].value: 'Number' is no JSON type: {types} (did you mean 'number'?)",
+        f"cases.jsonl:2:88: assertions[0].value: 'str' is no JSON type: {types} (did you mean 'string'?)",
+        f"cases.jsonl:3:88: assertions[0].value: 'zebra' is no JSON type: {types}"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
@@ -32,7 +32,7 @@ from tamesu.checks.functions import check_callable, load_function
 from tamesu.checks.judge import criteria_rubric
 from tamesu.checks.negate import Negated
 from tamesu.checks.script import Script, ScriptSpec
-from tamesu.checks.values import Equals, EqualsSpec, TypeCheck, TypeSpec
+from tamesu.checks.values import Equals, EqualsSpec, JsonType, TypeCheck, TypeSpec
 from tamesu.errors import article
 from tamesu.jsonl.schema import Options
 from tamesu.plan.targets import Resolver
@@ -172,6 +172,10 @@ def _own_check(spec: SpecAssertion, resolver: Resolver) -> Any:
     except ValidationError as exc:
         on_path = (first := exc.errors()[0])["loc"] == ("path",)
         message = str(first["msg"]).removeprefix("Value error, ") if on_path else _NEEDS["type"]
+        if not on_path and isinstance(spec.value, str):  # "Number", "str": the type meant, named
+            close = difflib.get_close_matches(spec.value.lower(), get_args(JsonType), n=1)
+            message = f"{spec.value!r} is no JSON type: {', '.join(get_args(JsonType))}" + \
+                (f" (did you mean {close[0]!r}?)" if close else "")
         raise AssertionProblem(("path",) if on_path else ("value",), message) from None
     if spec.type == "script":
         try:
