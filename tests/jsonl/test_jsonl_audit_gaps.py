@@ -4,12 +4,15 @@ generator, and `--dry-run -o` into another folder writing file paths that load f
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
 
+from agents.expense_agent import run_test
 from tamesu.errors import ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_text
+from tamesu.jsonl.sources import parse_input
 from tamesu.plan.targets import Resolver
 
 RESOLVER = Resolver(models={"simulator"}, targets={"expense"})
@@ -46,3 +49,32 @@ def test_a_type_assertion_names_the_json_type_a_near_miss_meant(tmp_path: Path) 
         f"cases.jsonl:1:88: assertions[0].value: 'Number' is no JSON type: {types} (did you mean 'number'?)",
         f"cases.jsonl:2:88: assertions[0].value: 'str' is no JSON type: {types} (did you mean 'string'?)",
         f"cases.jsonl:3:88: assertions[0].value: 'zebra' is no JSON type: {types}"]
+
+
+def test_a_generator_prefix_is_read_in_any_case_and_a_sentence_stays_a_message() -> None:
+    # before: `-i Agents:generator` was sent to the agent as the message "Agents:generator"
+    assert [(s.kind, s.value, s.params) for s in map(parse_input, [
+        "Agents:generator?count=2", "SCRIPTS:gen:cases", "agents:generator", "Agents: who approves this?"])] == [
+        ("agents", "generator", {"count": "2"}), ("scripts", "gen:cases", {}), ("agents", "generator", {}),
+        ("message", "Agents: who approves this?", {})]
+
+
+def test_a_capitalised_agents_prefix_runs_the_generator(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    done = run_test(["-i", "Agents:generator?count=1", "-n", "expense", "--dry-run"], cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Input: Agents:generator?count=1 (1 test case), not run (--dry-run)" in done.stdout, done.stdout
+
+
+def _project(tmp_path: Path) -> Path:
+    """A project whose generator is a fake model writing one case; its target is never called (--dry-run)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    case = json.dumps({"cases": [{"id": "gen-1", "input": "Hello"}]})
+    (folder / "tamesu.yaml").write_text(textwrap.dedent(f"""\
+        targets:
+          expense: {{ type: rest, url: "http://127.0.0.1:9/chat" }}
+        models:
+          generator: {{ provider: fake, rules: [{{ say: {json.dumps(case)} }}] }}
+        """))
+    return folder
