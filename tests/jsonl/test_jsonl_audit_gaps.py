@@ -4,11 +4,13 @@ generator, and `--dry-run -o` into another folder writing file paths that load f
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 
+import forked
 from agents.expense_agent import run_test
 from tamesu.errors import ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_text
@@ -64,6 +66,23 @@ def test_a_capitalised_agents_prefix_runs_the_generator(tmp_path: Path) -> None:
     done = run_test(["-i", "Agents:generator?count=1", "-n", "expense", "--dry-run"], cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Input: Agents:generator?count=1 (1 test case), not run (--dry-run)" in done.stdout, done.stdout
+
+
+def test_dry_run_output_in_another_folder_keeps_its_files_reachable(tmp_path: Path) -> None:
+    # before: `file://receipt.png` was written as the case had it, relative to cases/, so out/saved.jsonl named
+    # out/receipt.png: 'file not found' unless the project's folder happened to hold a receipt.png
+    project = _project(tmp_path)
+    (project / "cases").mkdir()
+    (project / "cases" / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (project / "cases" / "a.jsonl").write_text(json.dumps({"id": "r", "input": [{"role": "user", "content": [
+        {"type": "text", "text": "File this"}, {"type": "image", "source": "file://receipt.png"}]}]}) + "\n")
+    made = run_test(["-i", "cases/a.jsonl", "-n", "expense", "--dry-run", "-o", "out/saved.jsonl"], cwd=project)
+    assert made.returncode == 0, made.stdout + made.stderr
+    saved = (project / "out" / "saved.jsonl").read_text()
+    assert json.loads(saved)["input"][0]["content"][1]["source"] == "file://../cases/receipt.png", saved
+    checked = forked.run(["validate", "out/saved.jsonl", "-n", "expense"], project,
+                         {**os.environ, "NO_COLOR": "1"}, 60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def _project(tmp_path: Path) -> Path:
