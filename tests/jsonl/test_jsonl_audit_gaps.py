@@ -6,16 +6,23 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import forked
 from agents.expense_agent import run_test
+from jsonl.test_jsonl_audit import _slow_agent
+from jsonl.test_jsonl_run import project, run_cases
 from tamesu.errors import ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_text
 from tamesu.jsonl.sources import parse_input
+from tamesu.net.serve import ThreadServer
 from tamesu.plan.targets import Resolver
+from tamesu.report.html import render_html
+from tamesu.report.load import load_run
 
 RESOLVER = Resolver(models={"simulator"}, targets={"expense"})
 
@@ -97,3 +104,31 @@ def _project(tmp_path: Path) -> Path:
           generator: {{ provider: fake, rules: [{{ say: {json.dumps(case)} }}] }}
         """))
     return folder
+
+
+async def test_the_turn_a_timeout_cut_short_is_in_the_run_folder_and_the_report(
+        serve: Callable[[Any], ThreadServer], tmp_path: Path) -> None:
+    # before: the -o record and the console had the cut turn; result.json, transcript.json and the HTML report
+    # stopped at the last answered turn, so a reader of the run folder never saw what the agent was asked
+    folder = project(tmp_path, serve(_slow_agent()).url)
+    text = json.dumps({"id": "mt", "timeout": "1s", "turns": [
+        {"input": "hi"}, {"input": "be slow", "assertions": [{"type": "contains", "value": "said"}]}],
+        "final_assertions": [{"type": "contains", "value": "zebra"}]})
+    outcome, _ = await run_cases(folder, text)
+    [run] = [p.parent for p in outcome.run_dir.rglob("result.json")]
+    result = json.loads((run / "result.json").read_text())
+    why = "the test took longer than its timeout (1s)"
+    answered, cut = result["turns"]
+    assert "cut" not in answered and answered["agent"]["text"] == "You said hi. Anything else?", answered
+    assert (cut["index"], cut["user"]["text"], cut["agent"]["text"], cut["cut"]) == (2, "be slow", "", why), cut
+    assert 0 < cut["agent"]["completed_at_ms"] - cut["agent"]["sent_at_ms"] <= 1200, cut
+    # grading and metrics as before: the answered turn only; the cut turn's and the final assertions not evaluated
+    assert result["metrics"]["turns"] == 1 and result["not_evaluated"] == 2, result["metrics"]
+    assert [(a["name"], a["passed"]) for a in result["assertions"]] == [("conversation", False)]
+    lines = json.loads((run / "transcript.json").read_text())["lines"]
+    assert [(line["role"], line["text"], line.get("cut")) for line in lines] == [
+        ("user", "hi", None), ("agent", "You said hi. Anything else?", None), ("user", "be slow", why)]
+    (record,) = outcome.records  # the -o record reads it from result.json now: the same failed turn
+    assert [(t.turn, t.status, t.error) for t in record.turns or []] == [(1, "passed", None), (2, "failed", why)]
+    page = render_html(load_run(outcome.run_dir), outcome.run_dir)
+    assert "be slow" in page and f"the turn was cut short: {why}" in page, page[-3000:]
