@@ -132,3 +132,21 @@ async def test_the_turn_a_timeout_cut_short_is_in_the_run_folder_and_the_report(
     assert [(t.turn, t.status, t.error) for t in record.turns or []] == [(1, "passed", None), (2, "failed", why)]
     page = render_html(load_run(outcome.run_dir), outcome.run_dir)
     assert "be slow" in page and f"the turn was cut short: {why}" in page, page[-3000:]
+
+
+def test_a_suites_type_assertion_names_the_choice_a_near_miss_meant(tmp_path: Path) -> None:
+    # the YAML side of the same near miss: it listed the JSON types without saying what was written or meant
+    (tmp_path / "s.tamesu.yaml").write_text(textwrap.dedent("""\
+        targets: { a: { type: rest, url: "http://127.0.0.1:9/chat" } }
+        tests:
+          - name: t
+            target: a
+            scenario: { script: [ { say: hi } ] }
+            assert:
+              - type: { path: $.total, value: Number }
+        """))
+    done = forked.run(["validate", "s.tamesu.yaml"], tmp_path, {**os.environ, "NO_COLOR": "1"}, 60)
+    assert (done.returncode, done.stdout) == (2, ""), done.stdout + done.stderr
+    assert done.stderr.splitlines()[0] == (
+        "s.tamesu.yaml:7:39: tests[0].assert[0].type.value: input should be 'string', 'number', 'integer', "
+        "'boolean', 'array', 'object' or 'null', got 'Number' (did you mean 'number'?)"), done.stderr
