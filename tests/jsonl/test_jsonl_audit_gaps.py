@@ -22,6 +22,7 @@ from tamesu.jsonl.sources import parse_input
 from tamesu.net.serve import ThreadServer
 from tamesu.plan.targets import Resolver
 from tamesu.report.html import render_html
+from tamesu.report.junit import render_junit
 from tamesu.report.load import load_run
 
 RESOLVER = Resolver(models={"simulator"}, targets={"expense"})
@@ -132,6 +133,7 @@ async def test_the_turn_a_timeout_cut_short_is_in_the_run_folder_and_the_report(
     assert [(t.turn, t.status, t.error) for t in record.turns or []] == [(1, "passed", None), (2, "failed", why)]
     page = render_html(load_run(outcome.run_dir), outcome.run_dir)
     assert "be slow" in page and f"the turn was cut short: {why}" in page, page[-3000:]
+    assert f"user: be slow\nagent: (no answer: {why})" in render_junit(load_run(outcome.run_dir)).decode()
 
 
 def test_a_suites_type_assertion_names_the_choice_a_near_miss_meant(tmp_path: Path) -> None:
