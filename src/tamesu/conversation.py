@@ -242,6 +242,9 @@ class Session:
         self.trace: TraceContext | None = None
         """The trace of the turn being sent: targets send its `traceparent` with every request of the turn
         (None between turns)."""
+        self.in_flight: tuple[int, UserTurn, float] | None = None
+        """The user turn being answered (its number, the turn, when it was sent): the one a test's timeout cuts
+        short has no exchange, yet result.json and the transcript show it (None between turns)."""
         self._conversation_trace: TraceContext | None = None
         self.conversation_trace_factory: Callable[[], TraceContext] | None = None
         """How the engine starts the conversation's trace (with OpenTelemetry, a span) the first time a target

@@ -8,6 +8,7 @@ function) is also a check `custom: {name: ...}` can name (a built-in is written 
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,6 +201,11 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
             message = "missing required option"
         elif first["type"].startswith("value_error"):
             message = message.removeprefix("Value error, ")
+        elif first["type"] == "literal_error" and isinstance(found := first.get("input"), str):
+            # `type: {value: Number}`: what was written, and the choice it is near, as a suite's own keys say
+            choices = re.findall(r"'([^']*)'", str((first.get("ctx") or {}).get("expected", "")))
+            close = difflib.get_close_matches(found.lower(), choices, n=1)
+            message += f", got {found!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
         raise AssertionProblem((key, *loc), message[:1].lower() + message[1:],
                                at_key=first["type"] == "extra_forbidden") from None
     except ValueError as exc:

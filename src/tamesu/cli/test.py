@@ -287,6 +287,7 @@ def _counted(number: int, what: str) -> str:
 
 def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, options: dict[str, Any], *,
              folder: bool = False) -> int:
+    from tamesu.jsonl.parser import written_in
     from tamesu.report.console import make_console
 
     if options["output"] and folder:  # one file of them would not load: "another test case has id 'greet'"
@@ -314,7 +315,7 @@ def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, opti
         path = Path(options["output"])
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(json.dumps(p.case.as_json(), ensure_ascii=False) + "\n" for p in cases),
+            path.write_text("".join(json.dumps(written_in(p, path.parent), ensure_ascii=False) + "\n" for p in cases),
                             encoding="utf-8")
         except OSError as exc:
             click.echo(f"tamesu test: cannot write -o {path}: {exc.strerror or exc}", err=True)

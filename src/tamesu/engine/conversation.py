@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tamesu import plugins, targets
 from tamesu.checks.base import RunView
-from tamesu.conversation import Exchange, Session
+from tamesu.conversation import AgentTurn, Exchange, Session
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import unfound
 from tamesu.engine.fault import attribute
@@ -146,6 +146,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         if inputs.traces is not None else None
     made: list[Target[TargetSpec]] = []
     hooked = False
+    timed_out_at: float | None = None
     try:
         async with asyncio.timeout(test.spec.timeout) as deadline, queueing.clock(deadline) as clock:  # see queueing
             if inputs.stop is not None:
@@ -168,6 +169,9 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     except TimeoutError:
         # what the target counted before the deadline (its tool calls, timeouts, model calls) is kept
         target_metrics = _counted(made, warnings)
+        # the moment the deadline passed, on the session's clock: the target closed after it
+        late = asyncio.get_running_loop().time() - (deadline.when() or asyncio.get_running_loop().time())
+        timed_out_at = session.now_ms() - max(0.0, late) * 1000
         failures = timed_out(result, test.spec.timeout, inputs.stop.reason if inputs.stop is not None else None,
                              hooked, clock.cut, failures)
     except (InfraError, HookFailed, ModelError) as exc:
@@ -210,6 +214,8 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     spent = _spending(run_ledger)
     measured = metric_math.from_exchanges(exchanges, {**session.counters, **target_metrics, **spent})
     result.turns = [TurnRecord(index=e.index, user=e.user, agent=e.agent) for e in exchanges]
+    if (cut := _cut_turn(result, session, failures, len(exchanges), timed_out_at)) is not None:
+        result.turns.append(cut)
     result.metrics = measured.standard()
     result.captured = dict(captured)
     result.tool_calls = [call for e in exchanges for call in e.agent.tool_calls]
@@ -272,7 +278,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     # judges (and the audit) are paid after the conversation: the recorded totals include them
     result.metrics.update(_spending(run_ledger))
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
-    transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges))
+    transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges, cut))
     return RunOutcome(result, transcript, warnings, budget_exceeded, spans_file,
                       rerun_with=user.rerun_with if user is not None else None)
 
@@ -320,7 +326,20 @@ def _spending(ledger: Ledger | None) -> dict[str, float]:
             "llm_retries": float(totals.retries), "llm_timeouts": float(totals.timeouts)}
 
 
-def _lines(exchanges: list[Exchange]) -> list[TranscriptLine]:
+def _cut_turn(result: RunResult, session: Session, failures: list[AssertionResult], answered: int,
+              at_ms: float | None) -> TurnRecord | None:
+    """The user turn the test's timeout cut short while the agent answered it: sent, so shown, never answered.
+    The run's exchanges leave it out (checks grade answers, metrics time them: it has neither)."""
+    if result.end_reason != "timeout" or session.in_flight is None or session.in_flight[0] != answered + 1:
+        return None
+    index, said, sent_at = session.in_flight
+    why = next((a.reason for a in failures if a.name == "conversation" and not a.passed), None)
+    cut_at = max(sent_at, at_ms if at_ms is not None else session.now_ms())
+    return TurnRecord(index=index, user=said, agent=AgentTurn(sent_at_ms=sent_at, completed_at_ms=cut_at),
+                      cut=why or "the test's timeout ran out")
+
+
+def _lines(exchanges: list[Exchange], cut: TurnRecord | None = None) -> list[TranscriptLine]:
     lines: list[TranscriptLine] = []
     for e in exchanges:
         audio = e.agent.audio
@@ -333,4 +352,7 @@ def _lines(exchanges: list[Exchange]) -> list[TranscriptLine]:
             role="agent", text=e.agent.text, turn=e.index, at_ms=e.agent.completed_at_ms,
             **({"from_ms": audio.agent_from_ms, "to_ms": audio.agent_to_ms, "heard": audio.agent_said}
                if audio else {})))
+    if cut is not None and cut.user is not None:
+        lines.append(TranscriptLine(role="user", text=cut.user.display(), turn=cut.index, at_ms=cut.agent.sent_at_ms,
+                                    cut=cut.cut))
     return lines

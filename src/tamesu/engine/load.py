@@ -95,8 +95,8 @@ def summarise(concurrency: int, hold: float, duration: float, results: list[RunR
     first_token: list[float] = []
     for result in results:
         for turn in result.turns:
-            if turn.user is None:
-                continue  # a greeting answers no turn of the user's
+            if turn.user is None or turn.cut is not None:
+                continue  # a greeting answers no turn of the user's; a turn the timeout cut short has no answer
             agent = turn.agent
             latencies.append(agent.latency_ms)
             if (audio := agent.measures.get("time_to_first_audio_ms")) is not None:

@@ -125,6 +125,7 @@ async def _talk(
                 return action.stop or "simulator_stopped", action.failure
             index = len(exchanges) + 1
             sent_at = session.now_ms()
+            session.in_flight = (index, action.turn, sent_at)
             try:
                 with otel.active().turn(test=test.id, turn=index) as trace:
                     session.trace = trace
@@ -138,6 +139,7 @@ async def _talk(
                         if spans is not None:
                             spans.turn_ended(trace.trace_id, sent_trace)
             except TurnError as exc:
+                session.in_flight = None
                 # what the agent did before it failed, and how long it took to fail, are the turn's
                 failed = metric_math.failed_turn(exc, sent_at, session.now_ms(), sent_trace)
                 for call in failed.tool_calls:
@@ -147,6 +149,7 @@ async def _talk(
                 what = "step" if action.turn.source == "step" else "turn"
                 return "turn_failed", f"{what} {index}: {exc}"
             except TemplateError as exc:  # `{{captured.x}}` in a request before anything captured it
+                session.in_flight = None
                 said = f"turn {index}: the request could not be written: {exc}"
                 if not exchanges and _captured(exc):  # nothing heard yet: no agent could have given it a value
                     raise SuiteProblem(f"{said}: nothing is captured before the first turn") from None
@@ -156,6 +159,7 @@ async def _talk(
                     session.event("turn_failed", turn=index, reason=reason)
                     return "turn_failed", reason
                 raise InfraError(said) from None
+            session.in_flight = None
             agent.trace_id = agent.trace_id or sent_trace
             expect_turn(spans, agent.trace_id, index)  # a trace id the target learned while sending
             agent.spoken = spoken

@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.functions import check_callable, load_function
 from tamesu.checks.judge import criteria_rubric
 from tamesu.checks.negate import Negated
 from tamesu.checks.script import Script, ScriptSpec
-from tamesu.checks.values import Equals, EqualsSpec, TypeCheck, TypeSpec
+from tamesu.checks.values import Equals, EqualsSpec, JsonType, TypeCheck, TypeSpec
 from tamesu.errors import article
 from tamesu.jsonl.schema import Options
 from tamesu.plan.targets import Resolver
@@ -51,8 +51,8 @@ class SpecAssertion(Strict):
     args: dict[str, Any] | None = None
     use: str | None = Field(None, min_length=1)
     options: Options | None = None
-    negate: bool = False
-    ignore_case: bool = False
+    negate: StrictBool = False
+    ignore_case: StrictBool = False
 
     @model_validator(mode="after")
     def _complete(self) -> SpecAssertion:
@@ -112,6 +112,8 @@ def to_engine(raw: object, resolver: Resolver, on_turn: int | None = None) -> As
         message = said[:1].lower() + said[1:]
         if first["type"] == "extra_forbidden":
             message = f"not a key of {article(kind)} assertion"
+        elif first["type"] == "bool_type":  # "yes", 1: what was written, as a case's other keys say it
+            message += f", got {first['input']!r}"
         raise AssertionProblem(loc, message, at_key=first["type"] == "extra_forbidden") from None
     if unread := [key for key in raw if key not in ("type", "negate", *_KEYS[kind])]:
         raise AssertionProblem((unread[0],), f"not a key of {article(kind)} assertion, which reads "
@@ -170,6 +172,10 @@ def _own_check(spec: SpecAssertion, resolver: Resolver) -> Any:
     except ValidationError as exc:
         on_path = (first := exc.errors()[0])["loc"] == ("path",)
         message = str(first["msg"]).removeprefix("Value error, ") if on_path else _NEEDS["type"]
+        if not on_path and isinstance(spec.value, str):  # "Number", "str": the type meant, named
+            close = difflib.get_close_matches(spec.value.lower(), get_args(JsonType), n=1)
+            message = f"{spec.value!r} is no JSON type: {', '.join(get_args(JsonType))}" + \
+                (f" (did you mean {close[0]!r}?)" if close else "")
         raise AssertionProblem(("path",) if on_path else ("value",), message) from None
     if spec.type == "script":
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -328,6 +329,22 @@ def _parts(case: TestCase) -> list[tuple[Loc, ContentPart]]:
         found += [(("turns", t, "input", "content", p), part) for p, part in files(turn.input)]
         found += [(("turns", t, "attachments", a), part) for a, part in enumerate(turn.attachments)]
     return found
+
+
+def written_in(parsed: ParsedCase, folder: Path) -> dict[str, Any]:
+    """The case as a JSONL line in `folder` holds it (`--dry-run -o`): a local file's `file://` source written from
+    there, so the saved file loads where it is, not only while the project's folder happens to have the file."""
+    case = parsed.case.model_copy(deep=True)
+    for _, part in _parts(case):
+        path = file_path(part.source or "", parsed.file_dirs or parsed.base_dir)
+        here = file_path(part.source or "", folder)
+        if path is None or not is_file(path) or (here is not None and here.resolve() == path.resolve()):
+            continue
+        try:
+            part.source = "file://" + Path(os.path.relpath(path.resolve(), folder.resolve())).as_posix()
+        except ValueError:  # another drive: only the whole path reaches it
+            part.source = path.resolve().as_uri()
+    return case.as_json()
 
 
 def file_ref(part: ContentPart, dirs: Path | list[Path]) -> FileRef:

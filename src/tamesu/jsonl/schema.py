@@ -19,7 +19,15 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr, TypeAdapter, ValidatorFunctionWrapHandler, field_validator, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    StrictBool,
+    TypeAdapter,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from tamesu.plan.repeats import CaseRepeats
 from tamesu.roles.case_user import MissingInput, Mode
@@ -140,7 +148,7 @@ class SimulatorSpec(Strict):
 
 
 class InteractiveSpec(Strict):
-    enabled: bool = False
+    enabled: StrictBool = False
     timeout: Duration = Field(300.0, gt=0)
     """How long a person has to answer before the input counts as missing."""
 
@@ -151,7 +159,7 @@ class Checkpoint(Strict):
     assertion: object
     after: list[str] = Field(default_factory=list)
     """Checkpoints that must be reached first (at this turn or an earlier one)."""
-    required: bool = True
+    required: StrictBool = True
 
 
 class TestCase(CaseRepeats):

@@ -1,7 +1,8 @@
 """`-i INPUT`: where test cases come from.
 
 - `agents:NAME?count=10&focus=edge-cases&complexity=medium`: a model under `models:` generates them;
-- `scripts:module:function?k=v`: a Python function generates them;
+- `scripts:module:function?k=v`: a Python function generates them (either prefix in any case, `Agents:NAME`,
+  when no space follows it: `Agents: who answers?` is a message);
 - an existing file, or a name ending in .jsonl / .json / .ndjson with no space in it (a path mistyped is
   "file not found", not a message): a JSONL file;
 - an existing folder: every JSONL file directly in it (`.jsonl`, `.ndjson`), in name order;
@@ -46,8 +47,11 @@ def parse_input(text: str) -> InputSource:
     if text == "-":  # never the message "-": no user means it, and every shell tool means stdin by it
         return InputSource("stdin", text, text=text)
     for prefix in ("agents", "scripts"):
-        if text.startswith(f"{prefix}:"):
-            body, _, query = text[len(prefix) + 1:].partition("?")
+        body, _, query = text[len(prefix) + 1:].partition("?")
+        # `Agents:gen` is a generator too (a capital from a shell's history or a doc's heading); a message that
+        # only begins with the word ("Agents: who answers?") has a space where a name never has one
+        if text.startswith(f"{prefix}:") or (text[:len(prefix) + 1].lower() == f"{prefix}:"
+                                             and not any(c.isspace() for c in body)):
             return InputSource(prefix, body, dict(parse_qsl(query, keep_blank_values=True)), text)
     if _is(text, "folder"):
         return InputSource("folder", text, text=text)

@@ -45,6 +45,11 @@ def chat(detail: RunResult, folder: Path | None = None, traced: bool = True, tra
             bubbles.append(f'<div class="msg user"><div class="who">user · turn {turn.index}{source}</div>'
                            f'<div class="text">{esc(said)}</div></div>')
         agent = turn.agent
+        if turn.cut is not None:  # sent, never answered: the test's timeout ran out while the agent answered
+            bubbles.append(f'<div class="msg agent"><div class="who">agent · turn {turn.index} · cut short after '
+                           f'{ms(agent.latency_ms)}</div><div class="text"><i>(no answer)</i></div>'
+                           f'<div class="error">the turn was cut short: {esc(turn.cut)}</div></div>')
+            continue
         facts = [f"agent · turn {turn.index}", ms(agent.latency_ms)]
         if agent.first_token_ms is not None:
             facts.append(f"first token {ms(agent.first_token_ms)}")
@@ -84,7 +89,8 @@ def metrics(detail: RunResult) -> str:
         return ""
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{num(v)}</td></tr>" for k, v in sorted(detail.metrics.items()))
     bars = [_svg.Bar(f"turn {t.index}", t.agent.latency_ms, t.agent.first_token_ms,
-                     failed=t.agent.status is not None and t.agent.status >= 500) for t in detail.turns]
+                     failed=t.agent.status is not None and t.agent.status >= 500)
+            for t in detail.turns if t.cut is None]  # a turn the timeout cut short took no latency to answer
     chart = _svg.bars(bars, "latency per turn")
     streamed = any(b.inner is not None for b in bars)
     caption = f"latency per turn, tallest {ms(max((b.value for b in bars), default=0))}" + \

@@ -246,7 +246,7 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
         result=result_path, simulator=parsed.simulator.shown if parsed.simulator else None,
     )
     if case.mode == "standard":
-        agent = result.turns[0].agent if result.turns else None
+        agent = result.turns[0].agent if result.turns and result.turns[0].cut is None else None
         record.messages_count = len(case.input or [])
         record.response = agent.text if agent else None
         record.tool_calls = _tools(agent.tool_calls) if agent else None
@@ -254,8 +254,6 @@ def build(parsed: ParsedCase, result: RunResult, user: CaseUser | None, tracker:
         record.assertion_errors = _errors(record.assertions)
         return record
     record.turns = [_turn(t, parsed, graded, result, user) for t in result.turns]
-    if (cut := _cut_turn(parsed, graded, result, user)) is not None:
-        record.turns.append(cut)
     record.total_turns = len(record.turns)
     record.final_assertions = _verdicts(parsed.final, finals, result.status, result.end_reason) \
         if parsed.final else None
@@ -294,9 +292,12 @@ def _turn(turn: Any, parsed: ParsedCase, graded: list[AssertionResult], result: 
     written = parsed.turn_assertions.get(index, [])
     verdicts = _verdicts(written, [a for a in graded if a.on_turn == index], result.status,
                          result.end_reason) if written else None
+    # a turn the timeout cut short (result.json's `cut`) is the design's failed turn too: `error: timeout after 30s`
     failed_turn = result.end_reason == "turn_failed" and index == len(result.turns)
-    status: Status = "failed" if failed_turn or any(v.passed is False for v in verdicts or []) else "passed"
-    error = next((a.reason for a in result.assertions if a.name == "conversation"), None) if failed_turn else None
+    status: Status = "failed" if failed_turn or turn.cut or any(v.passed is False for v in verdicts or []) \
+        else "passed"
+    error = next((a.reason for a in result.assertions if a.name == "conversation"), None) if failed_turn \
+        else turn.cut
     return TurnRecord(
         turn=index, input=turn.user.display() if turn.user else "", output=turn.agent.text,
         input_source=turn.user.source if turn.user else "static", tool_calls=_tools(turn.agent.tool_calls),
@@ -305,24 +306,6 @@ def _turn(turn: Any, parsed: ParsedCase, graded: list[AssertionResult], result: 
         status=status, error=error,
         duration_ms=round(turn.agent.latency_ms, 1),
     )
-
-
-def _cut_turn(parsed: ParsedCase, graded: list[AssertionResult], result: RunResult,
-              user: CaseUser | None) -> TurnRecord | None:
-    """The turn the test's timeout cut short while the agent answered it: sent, never answered, so no exchange of
-    the run holds it; the design's failed turn (`error: timeout after 30s`), its input said, not left out."""
-    if result.end_reason != "timeout" or user is None or user.sent is None or user.sent[0] != len(result.turns) + 1:
-        return None
-    index, sent = user.sent
-    written = parsed.turn_assertions.get(index, [])
-    verdicts = _verdicts(written, [a for a in graded if a.on_turn == index], result.status,
-                         result.end_reason) if written else None
-    answered = result.turns[-1].agent.completed_at_ms if result.turns else None
-    return TurnRecord(
-        turn=index, input=sent.display(), input_source=sent.source, output="", assertions=verdicts,
-        assertion_errors=_errors(verdicts), status="failed",
-        error=next((a.reason for a in result.assertions if a.name == "conversation" and not a.passed), None),
-        duration_ms=round(max(0.0, result.duration_ms - (answered or 0.0)), 1))
 
 
 def _checkpoints(parsed: ParsedCase, tracker: Tracker, graded: list[AssertionResult],

@@ -242,6 +242,9 @@ class ConsoleReporter:
         for turn in result.turns:
             if turn.user is not None:
                 self.console.print(f"      [bold]user[/]  {self._said(turn.user.display())}")
+            if turn.cut is not None:  # the timeout ran out while the agent answered: there is no answer to show
+                self.console.print(f"      [bold]agent[/] [dim](no answer: {escape(turn.cut)})[/]")
+                continue
             self.console.print(f"      [bold]agent[/] {self._said(turn.agent.text)}")
 
     def _said(self, text: str) -> str:

@@ -96,6 +96,8 @@ def _transcript(result: TestResult, run: LoadedRun) -> str:
             # an answer that never came read as the agent saying nothing: the turn says why it failed
             parts.append(f"{line.role}: {line.text}" + ("" if why is None else
                                                         f"{' ' if line.text else ''}(the turn failed: {why})"))
+            if line.cut is not None:  # the timeout ran out while the agent answered: no agent line follows
+                parts.append(f"agent: (no answer: {line.cut})")
     return "\n".join(parts)
 
 

@@ -66,10 +66,19 @@ class AssertionResult(BaseModel):
     """Quotes of the judge's evidence that are not in the transcript, tool calls or context it was shown."""
 
 
+def _unsaid(value: object) -> bool:
+    """A key left out of the file when None: the turns and lines of every answered turn stay as they were."""
+    return value is None
+
+
 class TurnRecord(BaseModel):
     index: int
     user: UserTurn | None
     agent: AgentTurn
+    cut: str | None = Field(None, exclude_if=_unsaid)
+    """The turn the test's timeout cut short while the agent answered it (why, as the run's failure says): sent,
+    never answered, its agent side empty but for when it was sent and cut; no check grades it, no metric counts
+    it (the run's exchanges hold the answered turns only)."""
 
     # a large answer is written once: response and raw refer to the text or to each other (tamesu.results._refs)
     @model_serializer(mode="wrap")
@@ -98,6 +107,8 @@ class TranscriptLine(BaseModel):
     to_ms: float | None = None
     heard: str | None = None
     """Audio targets: a user line's text as the agent transcribed it; an agent line's as tamesu heard it."""
+    cut: str | None = Field(None, exclude_if=_unsaid)
+    """A user line the test's timeout cut short while the agent answered it (why): no agent line follows."""
 
 
 class Transcript(BaseModel):

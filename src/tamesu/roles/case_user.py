@@ -121,9 +121,6 @@ class CaseUser(UserSimulator):
         """The agent's spans of the turns so far, when a checkpoint reads them (`spans_came`)."""
         self.rerun_with = self._simulator.rerun_with if self._simulator is not None else None
         self._reasoning: str | None = None
-        self.sent: tuple[int, UserTurn] | None = None
-        """The last turn given to the agent, by its number: the one in flight when a timeout cut the test short
-        has no exchange, yet its input is the design's failed turn."""
 
     def reads_spans(self, exchanges: list[Exchange]) -> bool:
         return self.mode == "dynamic" and self.tracker is not None and self.tracker.reads_spans(exchanges)
@@ -162,12 +159,6 @@ class CaseUser(UserSimulator):
         return None
 
     async def next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
-        action = await self._next_turn(exchanges, context)
-        if action.turn is not None:
-            self.sent = (len(exchanges) + 1, action.turn)
-        return action
-
-    async def _next_turn(self, exchanges: list[Exchange], context: Context) -> UserAction:
         mode = self.mode
         if not exchanges and not self._static and mode != "dynamic":
             # only loaded this way for the design's error classes (`--yao-errors`): tamesu refuses it at load.

@@ -81,7 +81,8 @@ def transcript_of(result: RunResult) -> list[dict[str, object]]:
     for turn in result.turns:
         if turn.user is not None:
             lines.append({"role": "user", "text": turn.user.display(), "turn": turn.index})
-        lines.append({"role": "agent", "text": turn.agent.text, "turn": turn.index})
+        if turn.cut is None:  # a turn the timeout cut short was said, never answered
+            lines.append({"role": "agent", "text": turn.agent.text, "turn": turn.index})
     return lines
 
 
