@@ -131,6 +131,14 @@ def split_addr(addr: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def fixed_port(addr: str | None) -> int | None:
+    """The port a checked `host:port` binds as written; None for no addr, or port 0 (a free one)."""
+    if addr is None:
+        return None
+    port = split_addr(addr)[1]
+    return port or None
+
+
 def _checked_addr(addr: str) -> str:
     split_addr(addr)
     return addr
