@@ -257,6 +257,25 @@ def check_named_agents(suite: LoadedSuite, spec: TestSpec, doc: Document, loc: t
                                         key=True))
 
 
+def check_remote_ports(suite: LoadedSuite, spec: TestSpec, doc: Document, problems: list[Problem]) -> None:
+    """A remote agent's fixed `addr` that another remote agent, the test's target or its counterpart's binds too:
+    all listen for the whole run, so the second could never bind it (exit 3, "Address already in use", every
+    run). Said at the remote agent's addr, once however many tests meet it."""
+    pinned = [(name, agent.addr) for name, agent in suite.spec.remote_agents.items() if agent.addr]
+    names = [spec.target] + ([spec.counterpart.target] if spec.counterpart else [])
+    others = [(f"target {name}", addr) for name in dict.fromkeys(names) if name in suite.targets
+              for addr in sorted(suite.targets[name].fixed_addrs())]
+    for index, (name, addr) in enumerate(pinned):
+        for other, theirs in [*((f"remote agent {n}", a) for n, a in pinned[:index]), *others]:
+            if binds_clash(addr, theirs):
+                problem = doc.problem(("remote_agents", name, "addr"), f"the remote agent {name} binds {addr} where "
+                                      f"{other} binds {theirs}: both listen for the whole run, so give one of them "
+                                      "another port (or none: a free one)")
+                if problem not in problems:
+                    problems.append(problem)
+                break
+
+
 def _known_tools(target: Any) -> set[str] | None:
     """The tools a target can call, when the suite says them all: none but the remote agents for one that reports
     no tool calls (an A2A agent's are its delegations), a model target's declared tools; None when not known."""
