@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os.path
 import re
 from collections.abc import Callable
@@ -129,6 +130,38 @@ def split_addr(addr: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or int(port) > 65535:
         raise ValueError(f"expected host:port, got {addr!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def fixed_port(addr: str | None) -> int | None:
+    """The port a checked `host:port` binds as written; None for no addr, or port 0 (a free one)."""
+    if addr is None:
+        return None
+    port = split_addr(addr)[1]
+    return port or None
+
+
+def _host_key(host: str) -> str:
+    """A bind host as the machine sees it: its loopback names as one, every interface as `*`."""
+    name = host.lower().strip("[]")
+    if name in ("", "0.0.0.0", "::"):
+        return "*"
+    if name == "localhost" or name.endswith(".localhost"):
+        return "localhost"
+    try:
+        return "localhost" if ipaddress.ip_address(name).is_loopback else name
+    except ValueError:
+        return name
+
+
+def binds_clash(first: str, second: str) -> bool:
+    """Whether listeners bound at two checked `host:port`s could not both be: one port (not 0), and hosts that
+    overlap: one spelt two ways (this machine's loopback names, `localhost`, 127.0.0.1, ::1, are one), or either
+    0.0.0.0, which binds every address (a string compare missed `0.0.0.0:P` beside `127.0.0.1:P`)."""
+    (host_a, port_a), (host_b, port_b) = split_addr(first), split_addr(second)
+    if port_a != port_b or not port_a:
+        return False
+    key_a, key_b = _host_key(host_a), _host_key(host_b)
+    return key_a == key_b or "*" in (key_a, key_b)
 
 
 def _checked_addr(addr: str) -> str:

@@ -223,7 +223,8 @@ async def test_a_refusal_with_no_json_is_where_tamesu_was_sent_not_the_agents_an
         async with opened({"url": f"{faulty}{path}"}, make_session(tmp_path)) as target:
             with pytest.raises(InfraError) as caught:
                 await target.send(UserTurn(text="hi"))
-        assert str(caught.value).startswith(f"the agent's server refused the request: {said}"), str(caught.value)
+        assert str(caught.value).startswith(f"the agent's server refused the request at {faulty}{path}: {said}"), \
+            str(caught.value)
     # an agent's own refusal in JSON stays its answer, with its status
     async with opened({"url": f"{faulty}/json-404", "response": {"text": "$.error"}}, make_session(tmp_path)) as target:
         turn = await target.send(UserTurn(text="hi"))

@@ -86,7 +86,8 @@ class Runner:
         self._slots = asyncio.Semaphore(max(1, options.parallel))
         self._pinned = asyncio.Lock()
         """Held by a run whose suite has remote agents on a fixed `addr`, or whose target (or counterpart) binds one
-        (an a2a target's `push.addr`): two such runs would fight for the port."""
+        (an a2a target's `push.addr`, a rest target's `response.listen.addr`): two such runs would fight for
+        the port."""
         self._in_turn = asyncio.Lock()
         """At --parallel 1, held by a test from its first run until it is recorded: the slot alone let the next
         test start (its RUN line) before the last one's verdict was printed."""

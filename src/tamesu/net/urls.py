@@ -35,6 +35,9 @@ def url_problem(url: str) -> str | None:
 
 REFUSAL_HINTS = {401: "check the target's headers (a token?)", 403: "check the target's headers (a token?)",
                  404: "does url name the agent's endpoint? (another server may hold that port)",
-                 405: "does url name the agent's endpoint, and method its method?"}
+                 405: "does url name the agent's endpoint, and method its method?",
+                 501: "does url name the agent's endpoint, and method its method? (a server that implements no such "
+                      "method there answers 501: Python's http.server, a static file server, to a POST)"}
 """HTTP statuses a server answers before any agent reads the request (the url or the credentials are wrong, not
-the agent), and what to check: the rest and a2a targets say them alike."""
+the agent), and what to check: the rest and a2a targets say them alike. A 501 (Not Implemented) is the server
+saying it has no such method at all, as a 405 says it of the path: no agent there takes the request."""

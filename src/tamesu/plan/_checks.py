@@ -16,6 +16,7 @@ from tamesu.suite.problems import problems_from
 from tamesu.suite.schema import TestSpec
 from tamesu.suite.yaml_reader import Document
 from tamesu.targets.base import StepContext
+from tamesu.types import binds_clash
 
 
 def check_audio(
@@ -129,15 +130,24 @@ def _check_counterpart(
         problems.append(doc.problem(where, no_target(counterpart.target, list(suite.spec.targets))))
     elif (why := _cannot_talk(suite, counterpart.target, doc, where)) is not None:
         problems.append(doc.problem(where, why))
-    elif spec.target in suite.targets and (shared := suite.targets[spec.target].fixed_addrs()
-                                           & suite.targets[counterpart.target].fixed_addrs()):
+    elif spec.target in suite.targets and (clash := _same_port(suite, spec.target, counterpart.target)):
         # both open for the whole run: the second listener could never bind the address the first holds
-        problems.append(doc.problem(where, f"the counterpart {counterpart.target} binds {', '.join(sorted(shared))} "
-                                           f"as the test's target {spec.target} does: both listen for the whole run, "
+        theirs, ours = clash
+        how = "as the test's target {0} does" if theirs == ours else "where the test's target {0} binds " + ours
+        problems.append(doc.problem(where, f"the counterpart {counterpart.target} binds {theirs} "
+                                           f"{how.format(spec.target)}: both listen for the whole run, "
                                            "so give one of them another port (or none: a free one)"))
     if counterpart.opening is None and not spec.scenario.goal:
         problems.append(doc.problem((*loc, "counterpart"), "the counterpart needs an opening, or scenario.goal "
                                     "to answer first"))
+
+
+def _same_port(suite: LoadedSuite, target: str, counterpart: str) -> tuple[str, str] | None:
+    """The first address the counterpart's target binds that the test's target binds too (the counterpart's, then
+    the target's, as written), compared as the machine binds them, not as strings."""
+    ours = sorted(suite.targets[target].fixed_addrs())
+    theirs = sorted(suite.targets[counterpart].fixed_addrs())
+    return next(((their, our) for their in theirs for our in ours if binds_clash(their, our)), None)
 
 
 def _cannot_talk(suite: LoadedSuite, name: str, doc: Document, where: tuple[object, ...]) -> str | None:
@@ -245,6 +255,25 @@ def check_named_agents(suite: LoadedSuite, spec: TestSpec, doc: Document, loc: t
             problems.append(doc.problem((*loc, "fuzz_tools", name), f"fuzz_tools names {name!r}, which this test's "
                                         f"target cannot call (its tools and the suite's remote agents: {tools})",
                                         key=True))
+
+
+def check_remote_ports(suite: LoadedSuite, spec: TestSpec, doc: Document, problems: list[Problem]) -> None:
+    """A remote agent's fixed `addr` that another remote agent, the test's target or its counterpart's binds too:
+    all listen for the whole run, so the second could never bind it (exit 3, "Address already in use", every
+    run). Said at the remote agent's addr, once however many tests meet it."""
+    pinned = [(name, agent.addr) for name, agent in suite.spec.remote_agents.items() if agent.addr]
+    names = [spec.target] + ([spec.counterpart.target] if spec.counterpart else [])
+    others = [(f"target {name}", addr) for name in dict.fromkeys(names) if name in suite.targets
+              for addr in sorted(suite.targets[name].fixed_addrs())]
+    for index, (name, addr) in enumerate(pinned):
+        for other, theirs in [*((f"remote agent {n}", a) for n, a in pinned[:index]), *others]:
+            if binds_clash(addr, theirs):
+                problem = doc.problem(("remote_agents", name, "addr"), f"the remote agent {name} binds {addr} where "
+                                      f"{other} binds {theirs}: both listen for the whole run, so give one of them "
+                                      "another port (or none: a free one)")
+                if problem not in problems:
+                    problems.append(problem)
+                break
 
 
 def _known_tools(target: Any) -> set[str] | None:

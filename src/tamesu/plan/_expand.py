@@ -21,6 +21,7 @@ from tamesu.plan._checks import (
     check_audio,
     check_models_needed,
     check_named_agents,
+    check_remote_ports,
     check_steps,
     check_user_side,
     no_target,
@@ -143,6 +144,7 @@ def expand_test(
             check_user_side(suite, case_spec, doc, loc, problems)
             check_models_needed(suite, case_spec, doc, loc, problems)
             check_named_agents(suite, case_spec, doc, loc, problems)
+            check_remote_ports(suite, case_spec, doc, problems)
             problems.extend(_lint.missing_files(suite, case_spec, loc) or _lint.refused_files(suite, case_spec, loc))
         if (case_name is None or case_name == variants[0][0]) and placed:
             warnings.extend(_lint.a2a_tool_assertions(suite, case_spec, assertions, loc))

@@ -15,13 +15,18 @@
   that receives no spans (a warning: the judge would be shown no spans and grade the transcript alone);
 - a remote agent's `token` naming a secret or environment variable that is not set (a warning: the run
   of any test of the suite would stop with an infrastructure error when it starts the agent);
+- a remote agent's name that `{{remote.NAME.url}}` cannot write (a dot, a space): a problem when the agent
+  has no `addr`, since that template is the only way its free port reaches a caller; a warning beside a fixed
+  `addr`, which reaches it without one (`delegated_to` names it as written);
 - a model the price table does not know, with no `price:`, under a dollar budget (a warning: its calls count
   as $0, so the budget would never stop them).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 from tamesu.checks import Assertion
@@ -30,7 +35,7 @@ from tamesu.errors import Problem
 from tamesu.models.spec import ModelSpec
 from tamesu.suite.schema import TestSpec
 from tamesu.suite.secrets import Secrets
-from tamesu.suite.templates import references
+from tamesu.suite.templates import is_name_part, references
 from tamesu.suite.yaml_reader import Document
 
 if TYPE_CHECKING:
@@ -264,4 +269,25 @@ def remote_tokens(suite: LoadedSuite, doc: Document, secrets: Secrets, problems:
                 elif root == "env" and key not in os.environ:
                     warnings.append(doc.problem(loc, f"environment variable {key} is not set: the remote agent "
                                                      "cannot start"))
+    return warnings
+
+
+def remote_names(suite: LoadedSuite, doc: Document, problems: list[Problem]) -> list[Problem]:
+    """A remote agent's name no `{{remote.NAME...}}` template can write, said at the name: a problem without an
+    `addr` (its URL, on a free port, reaches a caller only so), else a warning. Before, it was refused only where a
+    template used it, as another agent (`no remote agent 'billing'` for `billing.v2`) or no template at all."""
+    warnings = []
+    for name, agent in suite.spec.remote_agents.items():
+        if is_name_part(name):
+            continue
+        fit = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")
+        could = f" ({fit} could)" if fit else ""
+        said = (f"the name {json.dumps(name, ensure_ascii=False)} cannot be written in {{{{remote.NAME.url}}}}: "
+                f"a template's names are letters, digits, _ and -{could}")
+        if agent.addr is None:
+            problems.append(doc.problem(("remote_agents", name), f"{said}, and without addr that template is the "
+                                        "only way its URL (a free port) reaches a caller: rename it", key=True))
+        else:
+            warnings.append(doc.problem(("remote_agents", name), f"{said}; its fixed addr reaches it, but no "
+                                        "template can give its URL, card or grpc address", key=True))
     return warnings

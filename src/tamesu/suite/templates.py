@@ -13,6 +13,13 @@ from tamesu.errors import TemplateError
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$")
+_PART = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def is_name_part(name: str) -> bool:
+    """Whether `name` can be one part of a template's dotted name (`{{remote.NAME.url}}`): letters, digits, `_`
+    and `-`; a dot would split it, a space or any other character is no template."""
+    return _PART.fullmatch(name) is not None
 
 # Namespaces and what they hold; bare names (`message`, `session`) are values of their own.
 KNOWN_ROOTS = {

@@ -213,7 +213,7 @@ def refused(error: AgentError, what: str, where: str = "", spoken: str = "") -> 
                           f"{_GRPC_HINTS[error.grpc_refusal]}")
     if error.status not in REFUSAL_HINTS:
         return None
-    wrong_path = spoken if error.status in (404, 405) else ""
+    wrong_path = spoken if error.status in (404, 405, 501) else ""
     return InfraError(f"{what}: the agent's server refused the request{where}{wrong_path}: HTTP {error.status} "
                       f"({error.message}): {REFUSAL_HINTS[error.status]}")
 
@@ -319,6 +319,8 @@ def _http_error(response: httpx.Response) -> AgentError:
         text = response.text
     except httpx.ResponseNotRead:
         text = ""
+    if is_web_page(text) and (title := page_title(text)):  # a server's error page: its markup is no words
+        return AgentError(f"a web page, titled '{title}'", status=status)
     return AgentError(_one_line(text[:200]) or response.reason_phrase or "", status=status)
 
 

@@ -10,7 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from tamesu.errors import InfraError
 from tamesu.net.grpc_channels import PLAINTEXT_TLS, tls_on_plaintext
 from tamesu.targets.base import TargetSpec
-from tamesu.types import HostPort, Strict
+from tamesu.types import HostPort, Strict, fixed_port
 
 Binding = Literal["jsonrpc", "http", "grpc"]
 URL_SCHEMES = ("http://", "https://", "grpc://", "grpcs://")
@@ -37,9 +37,9 @@ class PushSpec(Strict):
     def _url_needs_addr(self) -> PushSpec:
         # a tunnel or proxy leads to a fixed local port: beside a free one, every notification went nowhere and
         # the run passed, each turn only slower through the fallback tasks/get
-        if self.url is not None and self.addr is None:
+        if self.url is not None and fixed_port(self.addr) is None:
             raise ValueError("url needs addr: the port the url leads to, where the listener binds (without "
-                             "addr it takes a free port, which the url cannot know)")
+                             "addr, or with port 0, it takes a free port, which the url cannot know)")
         return self
 
 
@@ -92,7 +92,7 @@ class A2ASpec(TargetSpec):
 
     def fixed_addrs(self) -> frozenset[str]:
         push = self.push_spec
-        if push is None or push.addr is None or push.addr.rpartition(":")[2] == "0":
+        if push is None or push.addr is None or fixed_port(push.addr) is None:
             return frozenset()
         return frozenset({push.addr})
 

@@ -27,6 +27,7 @@ async def poll_turn(http: Http, reader: TurnReader, request: Request, spec: Rest
     """`context(answer)`: the turn's templates with `{{response.X}}` the send's JSON answer."""
     waiting("waiting for the send answer")
     sent = await http.fetch(request)
+    reader.fail_on_refusal(sent)  # no agent took the send: nothing would be polled for, or posted back
     reader.fail_on_5xx(sent)
     if sent.status >= 400:
         return reader.answer_turn(sent)
@@ -58,6 +59,7 @@ async def listen_turn(http: Http, reader: TurnReader, request: Request, listener
     """The posts after the send (what came before it was drained by the caller), until `listen.done` or quiet."""
     waiting("waiting for the send answer")
     sent = await http.fetch(request)
+    reader.fail_on_refusal(sent)  # no agent took the send: nothing would be polled for, or posted back
     reader.fail_on_5xx(sent)
     waiting(f"waiting for a post to {listener.url}")
     posts = await listener.posts(listen.idle, listen.done)

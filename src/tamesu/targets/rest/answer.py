@@ -42,8 +42,8 @@ class TurnReader:
         self._data_stream_said = False
 
     def answer_turn(self, answer: Answer) -> AgentTurn:
+        self.fail_on_refusal(answer)  # first: a 501 with no JSON is the server's refusal, not the agent failing
         self.fail_on_5xx(answer)
-        self.fail_on_refusal(answer)
         self.fail_on_web_page(answer)
         if answer.data_stream and isinstance(answer.body, str) and answer.status < 400:
             read = read_data_stream(answer.body)
@@ -148,35 +148,38 @@ class TurnReader:
             return
         title = page_title(body)
         named = f", titled '{title}'" if title else ""
-        session = self._session()
+        raise InfraError(self._session().redactor.text(
+            f"{self._url()} answered HTTP {answer.status} with a web page{named}, not an agent's reply: is url the "
+            "agent's API (a page behind a sign-in or proxy, or the site itself, answers HTML; a chat on a web page is "
+            "the browser target's)?"))
+
+    def _url(self) -> str:
+        """The target's url as the request went to it (rendered), not yet masked."""
         try:
-            url = session.context.render_text(self.spec.url)
+            return self._session().context.render_text(self.spec.url)
         except TemplateError:  # it was rendered to send the request: not met
-            url = self.spec.url
-        raise InfraError(session.redactor.text(
-            f"{url} answered HTTP {answer.status} with a web page{named}, not an agent's reply: is url the agent's "
-            "API (a page behind a sign-in or proxy, or the site itself, answers HTML; a chat on a web page is the "
-            "browser target's)?"))
+            return self.spec.url
 
     def fail_on_refusal(self, answer: Answer) -> None:
-        """A 401, 403, 404 or 405 with no JSON is the server refusing the request, not an agent's answer: a url
-        that names no endpoint (another server on that port: `tamesu view`, a proxy), a missing or wrong token.
-        Read as the reply ("Not Found"), a test with few checks passed; it is where tamesu was sent that is wrong.
-        One with JSON stays a turn with its status (an agent's own `{"error": ...}`, which a test may expect)."""
+        """A 401, 403, 404, 405 or 501 with no JSON is the server refusing the request, not an agent's answer: a
+        url that names no endpoint (another server on that port: `tamesu view`, a proxy, a static file server), a
+        missing or wrong token. Read as the reply ("Not Found"), a test with few checks passed, and a 501 failed
+        as the agent's turn; it is where tamesu was sent that is wrong. One with JSON stays a turn with its status
+        (an agent's own `{"error": ...}`, which a test may expect)."""
         if answer.status not in REFUSAL_HINTS or isinstance(answer.body, dict | list):
             return
-        said = self._session().redactor.text(excerpt(answer.body)) or "no body"
-        raise InfraError(f"the agent's server refused the request: HTTP {answer.status} ({said}): "
-                         f"{REFUSAL_HINTS[answer.status]}")
+        raise InfraError(self._session().redactor.text(
+            f"the agent's server refused the request at {self._url()}: HTTP {answer.status} "
+            f"({_refusal_said(answer.body)}): {REFUSAL_HINTS[answer.status]}"))
 
     def fail_on_poll_answer(self, answer: Answer, url: str) -> None:
-        """A poll answered 5xx fails the turn. One answered 401, 403 or 405 is never "not yet" (a 404 is: a job not
-        made yet is often not found): the url, method or credentials are wrong, and polling on until the timeout
-        would only hide it."""
-        self.fail_on_5xx(answer)
-        if answer.status not in (401, 403, 405):
+        """A poll answered 5xx fails the turn. One answered 401, 403 or 405, or a 501 with no JSON, is never "not
+        yet" (a 404 is: a job not made yet is often not found): the url, method or credentials are wrong, and
+        polling on until the timeout would only hide it."""
+        if answer.status not in (401, 403, 405, 501) or (answer.status == 501 and isinstance(answer.body, dict | list)):
+            self.fail_on_5xx(answer)
             return
-        said = self._session().redactor.text(excerpt(answer.body)) or "no body"
+        said = self._session().redactor.text(_refusal_said(answer.body))
         raise InfraError(f"the poll URL {url} refused the request: HTTP {answer.status} ({said}): "
                          f"{REFUSAL_HINTS[answer.status]}")
 
@@ -192,6 +195,12 @@ class TurnReader:
         else:
             said = f": {self._session().redactor.text(excerpt(body))}"
         raise TurnError(f"the agent answered HTTP {answer.status}{said}", raw=body, status=answer.status)
+
+
+def _refusal_said(body: object) -> str:
+    """What a refusal's body said, short: a server's HTML error page by its title (its markup is no words)."""
+    title = page_title(body) if isinstance(body, str) and is_web_page(body) else None
+    return f"a web page, titled '{title}'" if title else excerpt(body) or "no body"
 
 
 def timed_out(limit: float, waiting_for: str, stream: StreamText | None) -> TurnError:

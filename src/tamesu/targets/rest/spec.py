@@ -17,7 +17,7 @@ from pydantic import (
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import references, walk_strings
 from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec, check_path
-from tamesu.types import HostPort
+from tamesu.types import HostPort, fixed_port
 
 JsonPath = Annotated[str, AfterValidator(check_path)]
 
@@ -123,9 +123,11 @@ class ListenSpec(Strict):
     path: str = "/"
     """The path the agent posts its answer to, on the listener tamesu serves."""
     addr: HostPort | None = None
-    """host:port to bind; default 127.0.0.1 on a free port."""
+    """host:port to bind; default 127.0.0.1 on a free port. Runs whose listener binds a fixed port are made one at
+    a time under --parallel, as those of remote agents on a fixed `addr`."""
     url: str | None = None
-    """The URL the agent reaches the listener at (a tunnel); default the listener's own address + path."""
+    """The URL the agent reaches the listener at (a tunnel); default the listener's own address + path. Needs an
+    `addr` with a port: the url leads to a fixed port, not to the free one the listener takes without it."""
     text: JsonPath = "$.text"
     """JSONPath to the text in each post."""
     idle: Duration = 1.0
@@ -146,6 +148,19 @@ class ListenSpec(Strict):
         if value <= 0:
             raise ValueError("idle must be more than 0")
         return value
+
+    @model_validator(mode="after")
+    def _url_needs_addr(self) -> ListenSpec:
+        # a tunnel leads to a fixed local port: beside a free one, every post the agent made went nowhere and
+        # each turn timed out, the agent blamed
+        if self.url is not None and fixed_port(self.addr) is None:
+            raise ValueError("url needs addr: the port the url leads to, where the listener binds (without "
+                             "addr, or with port 0, it takes a free port, which the url cannot know)")
+        return self
+
+    def fixed_addr(self) -> str | None:
+        """`addr` when it names a port (not 0): the one a run's listener binds as written."""
+        return self.addr if fixed_port(self.addr) is not None else None
 
 
 class ResponseSpec(Strict):
@@ -241,6 +256,11 @@ class RestSpec(TargetSpec):
         if self.streaming == "websocket" and self.request.multipart is not None:
             raise ValueError("a websocket sends text messages: request.multipart needs streaming none or sse")
         return self
+
+    def fixed_addrs(self) -> frozenset[str]:
+        listen = self.response.listen
+        addr = None if listen is None else listen.fixed_addr()
+        return frozenset() if addr is None else frozenset({addr})
 
     def _within_the_turn(self) -> None:
         """`turn_timeout` bounds the whole turn: a poll given longer was cut at it, and a listen that ends only on an

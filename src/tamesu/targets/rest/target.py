@@ -36,7 +36,8 @@ How the agent's turn is read, by mode:
   they are a turn of their own, read the same way but ended by quiet too (`ws.UNASKED_QUIET_S`).
 - `response.poll`: after the send request, the poll URL (which may use `{{response.X}}`, the send's JSON
   answer) is requested at once and then every `interval` until `poll.text` finds text or `poll.done` holds,
-  within `poll.timeout` (default `turn_timeout`). A 4xx poll is "not yet" (401/403/405: InfraError); 5xx fails.
+  within `poll.timeout` (default `turn_timeout`). A 4xx poll is "not yet" (401/403/405, and 501 without JSON:
+  InfraError); 5xx fails.
   `raw` is the send answer then every poll answer; `response`, `status`, tool calls, `done` and handoff
   come from the final poll answer.
 - `response.listen`: tamesu serves `listen.path` (at `{{listen.url}}`) and the agent posts its reply there;
@@ -55,7 +56,8 @@ A turn that went out on a kept-alive connection the agent had just closed is sen
 (a `resent` event; `tamesu.net.aio`).
 A 5xx answer raises TurnError; a 4xx answer is a normal turn whose `status` the `status` assertion checks, but
 a 429 (too many requests), which is sent again `rate_limit_retries` times after its Retry-After (a
-`rate_limited` event each), then an InfraError.
+`rate_limited` event each), then an InfraError. A 401, 403, 404, 405 or 501 without JSON is the server refusing
+the request (`net.urls.REFUSAL_HINTS`): InfraError naming the url and the status.
 A turn over `turn_timeout` raises TurnError. session.open failing, or the websocket handshake, is InfraError.
 
 Events: `transport`, `session_open`, `connect_retry`, `resent`, `rate_limited`, `handoff`, `unsolicited`.
