@@ -80,3 +80,28 @@ tests:
     assert runs["jobs"]["error"] == f"the poll URL {file_server}/status refused the request: {page}: {hint}"
     assert runs["a2a"]["error"] == (f"a2a target a2a: the agent's server refused the request at {file_server}/a2a: "
                                     f"{page}: {hint}")
+
+
+def test_a_password_written_in_a_rest_url_reaches_neither_the_error_line_nor_the_run_folder(
+        tamesu: Callable, tmp_path: Path, file_server: str) -> None:
+    # before: "the agent's server refused the request at http://shop:hunter2-pw@127.0.0.1:P/chat?key=k-0042: ..."
+    # on the console and in result.json, and the transport event kept the password in result.json (a password
+    # written in the url is a credential whether or not the suite declares it a secret)
+    host = file_server.removeprefix("http://")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  chat: {{ type: rest, url: "http://shop:hunter2-pw@{host}/chat?key=k-0042" }}
+tests:
+  - {{ name: chat, target: chat, scenario: {{ script: [ {{ say: hi }} ] }} }}
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    run = json.loads(next((tmp_path / "out").rglob("result.json")).read_text())
+    assert run["error"].startswith(f"the agent's server refused the request at http://***@{host}/chat?...: "
+                                   "HTTP 501"), run["error"]
+    transport = [e["data"] for e in run["events"] if e["name"] == "transport"]
+    assert transport and transport[0]["url"] == f"http://***@{host}/chat?key=k-0042", run["events"]
+    for path in [*(tmp_path / "out").rglob("*")]:
+        if path.is_file():
+            assert "hunter2-pw" not in path.read_text(errors="replace"), path
+    assert "hunter2-pw" not in result.stdout + result.stderr

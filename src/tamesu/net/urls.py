@@ -5,6 +5,7 @@ test of the run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 _NEEDS_A_HOST = frozenset({"http", "https", "ws", "wss", "grpc", "grpcs"})
@@ -41,3 +42,16 @@ REFUSAL_HINTS = {401: "check the target's headers (a token?)", 403: "check the t
 """HTTP statuses a server answers before any agent reads the request (the url or the credentials are wrong, not
 the agent), and what to check: the rest and a2a targets say them alike. A 501 (Not Implemented) is the server
 saying it has no such method at all, as a 405 says it of the path: no agent there takes the request."""
+
+
+def shown_url(url: str, mask: Callable[[str], str] = str, *, query: bool = False) -> str:
+    """`url` as a line or a record names it: the secrets in it masked (`mask`), never a `user:password@` written in
+    it (a credential whether or not it was declared a secret), and its query only with `query` (a key there is a
+    credential too; an error line about a wrong host or path is not told by it)."""
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        return mask(url)
+    host = parts.netloc.rpartition("@")[2]
+    hidden = "***@" if "@" in parts.netloc else ""
+    kept = f"?{parts.query}" if query and parts.query else "?..." if parts.query else ""
+    return mask(f"{parts.scheme}://{hidden}{host}{parts.path}{kept}")

@@ -11,7 +11,6 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import grpc
 import httpx
@@ -21,7 +20,7 @@ from tamesu.conversation import TurnError
 from tamesu.errors import InfraError
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
-from tamesu.net.urls import REFUSAL_HINTS
+from tamesu.net.urls import REFUSAL_HINTS, shown_url
 from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
 from tamesu.targets.a2a._not_a2a import NotA2A
@@ -175,18 +174,6 @@ def card_named(choice: Choice, url: str, mask: Callable[[str], str]) -> str:
     if choice.at(url):
         return ""
     return f"the {choice.binding} interface the agent card gives for url {shown_url(url, mask)}"
-
-
-def shown_url(url: str, mask: Callable[[str], str]) -> str:
-    """`url` as an error line names it: the secrets in it masked, and never a `user:password@` written in it nor
-    its query (a key there is a credential too, secret or not), which a wrong path is not told by."""
-    parts = urlsplit(url)
-    if not parts.scheme or not parts.netloc:
-        return mask(url)
-    host = parts.netloc.rpartition("@")[2]
-    hidden = "***@" if "@" in parts.netloc else ""
-    query = "?..." if parts.query else ""
-    return mask(f"{parts.scheme}://{hidden}{host}{parts.path}{query}")
 
 
 def spoken_as(choice: Choice, url: str) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import InfraError, TemplateError
 from tamesu.matching import quoted
-from tamesu.net.urls import REFUSAL_HINTS
+from tamesu.net.urls import REFUSAL_HINTS, shown_url
 from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.rest.http import EXCERPT, Answer, excerpt
 from tamesu.targets.rest.read import (
@@ -154,11 +154,12 @@ class TurnReader:
             "the browser target's)?"))
 
     def _url(self) -> str:
-        """The target's url as the request went to it (rendered), not yet masked."""
+        """The target's url as the request went to it (rendered), not yet masked, without a `user:password@` or
+        its query (`net.urls.shown_url`)."""
         try:
-            return self._session().context.render_text(self.spec.url)
+            return shown_url(self._session().context.render_text(self.spec.url))
         except TemplateError:  # it was rendered to send the request: not met
-            return self.spec.url
+            return shown_url(self.spec.url)
 
     def fail_on_refusal(self, answer: Answer) -> None:
         """A 401, 403, 404, 405 or 501 with no JSON is the server refusing the request, not an agent's answer: a

@@ -76,6 +76,7 @@ from typing import TYPE_CHECKING
 from tamesu.conversation import AgentTurn, FileRef, Session, UserTurn
 from tamesu.errors import InfraError, TemplateError
 from tamesu.net.direct import Request, finish
+from tamesu.net.urls import shown_url
 from tamesu.plugins import register
 from tamesu.suite.templates import Context, references
 from tamesu.targets.base import Target
@@ -183,9 +184,10 @@ class RestTarget(Target[RestSpec]):
     def _shown_url(self) -> str:
         """The URL for the transport event; a template that needs a turn's values is shown as written."""
         try:
-            return self._require_session().redactor.text(render_url(self._context(), self.spec.url))
+            return shown_url(render_url(self._context(), self.spec.url), self._require_session().redactor.text,
+                             query=True)
         except TemplateError:
-            return self.spec.url
+            return shown_url(self.spec.url, query=True)
 
     async def close(self) -> None:
         ws, self._ws = self._ws, None
