@@ -105,3 +105,29 @@ tests:
         if path.is_file():
             assert "hunter2-pw" not in path.read_text(errors="replace"), path
     assert "hunter2-pw" not in result.stdout + result.stderr
+
+
+def test_a_password_written_in_a_url_no_server_answers_is_never_said(tamesu: Callable, tmp_path: Path) -> None:
+    # before: "rest target chat: cannot reach http://shop:hunter2-pw@127.0.0.1:P/chat after 1 attempt: ..." (and
+    # the a2a target's card request alike) on the console and in every file of the run
+    import socket
+    with socket.socket() as sock:  # a port of this machine nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  chat: {{ type: rest, url: "http://shop:hunter2-pw@127.0.0.1:{port}/chat", connect: {{ attempts: 1 }} }}
+  a2a: {{ type: a2a, url: "http://shop:hunter2-pw@127.0.0.1:{port}/a2a", connect: {{ attempts: 1 }} }}
+tests:
+  - {{ name: chat, target: chat, scenario: {{ script: [ {{ say: hi }} ] }} }}
+  - {{ name: a2a, target: a2a, scenario: {{ script: [ {{ say: hi }} ] }} }}
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    runs = {(r := json.loads(p.read_text()))["test"]: r for p in (tmp_path / "out").rglob("result.json")}
+    assert runs["chat"]["error"].startswith(f"rest target chat: cannot reach http://***@127.0.0.1:{port}/chat "), runs
+    assert f"cannot reach http://***@127.0.0.1:{port}/" in runs["a2a"]["error"], runs
+    assert "hunter2-pw" not in result.stdout + result.stderr
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            assert "hunter2-pw" not in path.read_text(errors="replace"), path

@@ -45,6 +45,7 @@ from pydantic import Field, model_validator
 from tamesu.audio import measured
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.net.urls import shown_url
 from tamesu.plugins import register
 from tamesu.targets.audio.heard import read_after_call, take_what_was_heard, words_by
 from tamesu.targets.audio.listen import POLL_S, listen
@@ -202,14 +203,15 @@ class LiveKitTarget(Target[LiveKitSpec]):
         self._room.on("data_received", self._data)
         self._room.on("sip_dtmf_received", self._dtmf)
         self._room.register_text_stream_handler(spec.reply_topic, self._text_stream)
+        shown = shown_url(url, session.redactor.text, query=True)  # never a user:password@ written in it
         try:
             async with asyncio.timeout(spec.connect.timeout + spec.join_timeout):
                 await self._room.connect(url, token)
         except TimeoutError:
-            raise InfraError(f"{self._what}: no connection to {url} within {spec.connect.timeout:g}s") from None
+            raise InfraError(f"{self._what}: no connection to {shown} within {spec.connect.timeout:g}s") from None
         except Exception as exc:  # the SDK raises its own ConnectError, or OSError underneath
-            raise InfraError(f"{self._what}: cannot reach {url}: {session.redactor.text(str(exc))[:200]}") from None
-        session.event("transport", binding="livekit", url=url, room=room_name, mode=spec.mode)
+            raise InfraError(f"{self._what}: cannot reach {shown}: {session.redactor.text(str(exc))[:200]}") from None
+        session.event("transport", binding="livekit", url=shown, room=room_name, mode=spec.mode)
         if trace is not None:
             session.event("conversation_trace", trace_id=trace.trace_id,
                           sent_in=["token participant attributes traceparent"])

@@ -25,6 +25,7 @@ from tamesu.net.grpc_channels import grpc_channel
 from tamesu.net.rate_limit import RateLimit, rate_limited_transport, said_as_events
 from tamesu.net.tls import TlsError, TlsSpec
 from tamesu.net.unverified_grpc import UncheckedRelay
+from tamesu.net.urls import shown_url
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.a2a._errors import speaks_http1, unreachable
 from tamesu.targets.a2a._jsonrpc_ids import IdCheckingTransport
@@ -192,7 +193,7 @@ class Wire:
             self.requests += counted
             raise exc
         self.unreachable = reason
-        masked = self._session.redactor.text(url)
+        masked = shown_url(url, self._session.redactor.text, query=True)
         if speaks_http1(reason):  # reached, but no gRPC server: asking again changes nothing
             raise InfraError(f"{self._what}: {masked} answered in HTTP/1.x, not gRPC (HTTP/2): is `transport: "
                              "grpc` right, or the port the agent's gRPC server listens on?") from exc

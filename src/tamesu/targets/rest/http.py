@@ -26,7 +26,7 @@ from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
 from tamesu.net.rate_limit import rate_limit_wait, said_as_events
 from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.tls import TlsSpec
-from tamesu.net.urls import url_problem
+from tamesu.net.urls import shown_url, url_problem
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
 from tamesu.types import JSONValue
@@ -119,7 +119,7 @@ async def with_connect_retries(
             reason = reason_of(exc)
             if reason is None:
                 raise
-            masked = session.redactor.text(url if isinstance(url, str) else url())
+            masked = shown_url(url if isinstance(url, str) else url(), session.redactor.text, query=True)
             if number == connect.attempts:
                 tries = f"{number} attempt{'s' if number != 1 else ''}"
                 raise InfraError(f"{what}: cannot reach {masked} after {tries}: {reason}") from exc
