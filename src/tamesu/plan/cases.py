@@ -157,6 +157,10 @@ def read_case_rows(path: Path, label: str) -> CaseRows:
         said += [found.at(locate(found.text, found.item(index), ("vars",)), format_loc((index, "vars")),
                           f"must be an object of vars (name: value), not {type(row['vars']).__name__}")
                  for index, row in enumerate(found.rows) if "vars" in row and not isinstance(row["vars"], dict)]
+        # `{"city": "Oslo", "vars": {"city": "Rome"}}`: the one in `vars` was kept in silence
+        said += [found.problem(index, key, f"{key!r} is written both beside vars and in it: write it once")
+                 for index, row in enumerate(found.rows) if isinstance(row.get("vars"), dict)
+                 for key in row["vars"] if key in row and key not in ("name", "vars")]
     if not found.rows:  # the test would run once with no case at all, as if cases_file were not written
         raise ValueError(f"{path.name} has no cases: " + ("a header row and no rows below it" if found.csv
                                                            else "an empty array"))
