@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from example_shop import example_shop
+
 _SUITE = """\
 models:
   bot: { provider: fake, rules: [ { say: "Your order ORD-1001 is on its way" } ] }
@@ -92,3 +94,43 @@ def test_an_after_each_hook_that_needs_a_capture_no_turn_had_says_what_the_captu
     assert done.returncode == 0, done.stdout + done.stderr
     assert ("warning: s/order: after_each hook 1: {{captured.carrier}} has no value (capture carrier: regex "
             "/via ([A-Z]+)\\b/ found nothing in 2 agent turn(s))") in done.stdout + done.stderr, done.stdout
+
+
+_SHOP = """\
+targets:
+  shop:
+    type: rest
+    url: "{{env.SHOP_URL}}/chat"
+    request: { body: { message: "{{message}}", session_id: "{{session}}" } }
+    response: { text: $.reply }
+tests:
+  - name: delivered
+    target: shop
+    capture:
+      - { name: eta, json_path: "$.order.eta" }
+      - { name: carrier, json_path: "$.order.carrier" }
+    scenario: { script: [ { say: "Hi, where is my order ORD-1002?" }, { say: "Thanks, bye" } ] }
+    assert: [ { captured: eta }, { captured: { name: eta, exists: false } } ]
+"""
+
+
+def test_a_json_path_that_finds_null_says_it_found_null_not_nothing(tmp_path: Path, tamesu: Any) -> None:
+    # before: "json_path $.order.eta found nothing in 2 agent turn(s)" for the delivered order's `"eta": null`: a
+    # path looking in the wrong place and an agent saying "no value" read the same. A null is no captured value
+    # (`captured: {name: eta, exists: false}` passes), as `equals: null` already says.
+    (tmp_path / "s.tamesu.yaml").write_text(_SHOP)
+    with example_shop(tmp_path / "agent") as (_, url):
+        done = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, env={"SHOP_URL": url})
+    assert done.returncode == 1, done.stdout + done.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    result = json.loads((run_dir / "s" / "delivered" / "run-1" / "result.json").read_text())
+    null = "capture eta: json_path $.order.eta found null in 1 of 2 agent turn(s) and nothing in the others " \
+           "(a null is no captured value)"
+    assert [e["data"] for e in result["events"] if e["name"] == "capture_not_found"] == [
+        {"name": "eta", "note": null},
+        {"name": "carrier", "note": "capture carrier: json_path $.order.carrier found nothing in 2 agent turn(s)"},
+    ]
+    assert [(a["passed"], a["reason"]) for a in result["assertions"]] == [
+        (False, f"expected a value captured as eta, found none ({null})"),
+        (True, "nothing captured as eta, as expected"),
+    ]

@@ -153,3 +153,26 @@ tests:
     (tmp_path / "cases.csv").write_text('name, order, expect\nshipped, ORD-1, "shipped, arriving"\n')
     [case] = read_cases(tmp_path / "cases.csv")
     assert (case.name, case.vars) == ("shipped", {"order": "ORD-1", "expect": "shipped, arriving"})
+
+
+def test_a_column_or_item_named_vars_that_is_no_vars_object_is_said_where_written(tmp_path: Path) -> None:
+    # before: the CSV's `vars` column and the JSON item's `"vars": "cold"` were dropped in silence: `{{vars.vars}}`
+    # was "no var 'vars'", and a test that did not name it ran without the value written; of a var written both
+    # beside `vars` and in it, the one in `vars` was kept in silence
+    (tmp_path / "s.tamesu.yaml").write_text(
+        'targets:\n  bot: { type: rest, url: "http://127.0.0.1:9/chat" }\ntests:\n'
+        '  - name: sheet\n    cases_file: cases.csv\n    scenario: { script: [ { say: "{{vars.city}}" } ] }\n'
+        '  - name: export\n    cases_file: cases.json\n    scenario: { script: [ { say: "{{vars.word}}" } ] }\n')
+    (tmp_path / "cases.csv").write_text("name, city, vars\none, Paris, warm\n")
+    (tmp_path / "cases.json").write_text('[{"name": "a", "word": "x", "vars": "cold"},\n'
+                                         ' {"name": "b", "word": "y", "vars": {"mood": "ok"}},\n'
+                                         ' {"name": "c", "word": "y", "vars": {"word": "z"}}]')
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "cases.csv:1:13: vars: `vars` cannot name a column (a JSON case's `vars` holds its vars; a CSV's columns "
+        "are them): rename it",
+        "cases.json:1:37: [0].vars: must be an object of vars (name: value), not str",
+        "cases.json:3:46: [2].vars.word: 'word' is written both beside vars and in it: write it once",
+        "3 problems found",
+    ], done.stderr

@@ -187,7 +187,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
         result.error = unexpected(exc, inputs)
     finally:
         # before the after_each hooks: one that needs a capture no turn had says what the capture looked for
-        unfound(test.spec.capture, captured, session, len(exchanges))
+        unfound(test.spec.capture, captured, session, exchanges)
         try:
             await run_hooks(inputs.after_each, context, "after_each")
         except HookFailed as exc:

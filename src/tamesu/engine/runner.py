@@ -118,7 +118,9 @@ class Runner:
             why = os_words(exc) if isinstance(exc, OSError) else "no folder can be named that: it holds a NUL byte"
             where = str(self.options.out).replace("\0", "\\0")
             raise RunFolderError(f"cannot write the run folder in {where}: {why}") from None
-        warnings: list[str] = []
+        # the plan's own (an expired quarantine, an unset secret no run renders): said on the console before the
+        # run, and kept with it, where a CI job reading run.json alone looks
+        warnings: list[str] = [str(w) for w in self.plan.warnings]
         interrupted: str | None = None
         try:
             with gentle_stop(self._interrupt), library_logs(run_dir, self.plan.secrets.redactor.text) as logs, \

@@ -102,7 +102,7 @@ async def _talk(
             try:
                 action = await user.next_turn(exchanges, session.context)
             except TemplateError as exc:
-                said = why_unset(exc, test.spec.capture, captured, len(exchanges))
+                said = why_unset(exc, test.spec.capture, captured, exchanges)
                 return "script_done", f"the next user turn could not be written: {said}"
             except InfraError:
                 if simulator is not None:  # the answers it gave up on are the error's story
@@ -155,7 +155,7 @@ async def _talk(
                     raise SuiteProblem(f"{said}: nothing is captured before the first turn") from None
                 if _captured(exc):  # the agent never said what the capture looks for: as a script step's would be
                     reason = f"turn {index}: the request could not be written: " + \
-                        why_unset(exc, test.spec.capture, captured, len(exchanges))
+                        why_unset(exc, test.spec.capture, captured, exchanges)
                     session.event("turn_failed", turn=index, reason=reason)
                     return "turn_failed", reason
                 raise InfraError(said) from None

@@ -63,12 +63,16 @@ class CaseRows:
             if column < len(fields):
                 return self.at(fields[column], key or "", message)
             return self.at(self.span(index)[0], "", message)
-        if self._items is None:
-            self._items = list(starts(self.text, skip(self.text, 0)))
         row = self.rows[index]
         nested = isinstance(row.get("vars"), dict) and key in row["vars"]
         loc: tuple[object, ...] = ("vars", key) if nested else () if key is None else (key,)
-        return self.at(locate(self.text, self._items[index], loc), format_loc((index, *loc)), message)
+        return self.at(locate(self.text, self.item(index), loc), format_loc((index, *loc)), message)
+
+    def item(self, index: int) -> int:
+        """Where the JSON item `index` starts."""
+        if self._items is None:
+            self._items = list(starts(self.text, skip(self.text, 0)))
+        return self._items[index]
 
     def row_of(self, case: int) -> int:
         return case if self.kept is None else self.kept[case]
@@ -85,7 +89,10 @@ class CaseRows:
     def fields(self, index: int) -> list[int]:
         """Where each field of the CSV row `index` starts (a quoted field's delimiters are its own, also after the
         spaces a hand-written `a, "b, c"` puts before it)."""
-        start, end = self.span(index)
+        return self.starts(*self.span(index))
+
+    def starts(self, start: int, end: int) -> list[int]:
+        """Where each field of the CSV record written from `start` to `end` starts."""
         found, quoted, at, lead = [start], False, start, start
         while at < end:
             char = self.text[at]
@@ -141,11 +148,19 @@ def read_case_rows(path: Path, label: str) -> CaseRows:
     said: list[Problem] = []  # every bad row at once, in the file's order
     if found.csv:
         _read_csv(path, found)
-        said = [problem for index, row in enumerate(found.rows) if (problem := _row_problem(found, index, row))]
+        said = [*_vars_column(found),
+                *[problem for index, row in enumerate(found.rows) if (problem := _row_problem(found, index, row))]]
     else:
         found.rows = _read_json(path, found)
         said = [found.problem(index, "name" if "name" in row else None, f"item {index + 1} has no name")
                 for index, row in enumerate(found.rows) if not row.get("name") or not str(row["name"]).strip()]
+        said += [found.at(locate(found.text, found.item(index), ("vars",)), format_loc((index, "vars")),
+                          f"must be an object of vars (name: value), not {type(row['vars']).__name__}")
+                 for index, row in enumerate(found.rows) if "vars" in row and not isinstance(row["vars"], dict)]
+        # `{"city": "Oslo", "vars": {"city": "Rome"}}`: the one in `vars` was kept in silence
+        said += [found.problem(index, key, f"{key!r} is written both beside vars and in it: write it once")
+                 for index, row in enumerate(found.rows) if isinstance(row.get("vars"), dict)
+                 for key in row["vars"] if key in row and key not in ("name", "vars")]
     if not found.rows:  # the test would run once with no case at all, as if cases_file were not written
         raise ValueError(f"{path.name} has no cases: " + ("a header row and no rows below it" if found.csv
                                                            else "an empty array"))
@@ -247,6 +262,16 @@ class _Lines:
         while end > start and self._text[end - 1] in "\r\n":
             end -= 1
         return start, end
+
+
+def _vars_column(found: CaseRows) -> list[Problem]:
+    # a JSON case's `vars` holds its vars; a CSV's columns are its vars: a column `vars` was dropped in silence
+    if "vars" not in found.names:
+        return []
+    header = found.text.split("\n", 1)[0].rstrip("\r")
+    at = found.starts(0, len(header))[found.names.index("vars")]
+    return [found.at(at, "vars", "`vars` cannot name a column (a JSON case's `vars` holds its vars; a CSV's "
+                                 "columns are them): rename it")]
 
 
 def _row_problem(found: CaseRows, index: int, row: dict[Any, Any]) -> Problem | None:

@@ -5,7 +5,9 @@ Every problem in what a user wrote is collected with its position and raised tog
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -150,6 +152,15 @@ def _project_assertions(project: Project, problems: list[Problem]) -> list[Asser
     return parsed
 
 
+def _named_apart(project: list[tuple[int, Assertion]], suite: list[tuple[int, Assertion]]) -> list[Assertion]:
+    """The defaults a suite's tests get, two of one name (two `contains`) named apart by where each is written
+    (`defaults[1]/contains`, `tamesu.yaml defaults[0]/contains`): both were `defaults/contains` in every report."""
+    labels = Counter(a.label for _, a in [*project, *suite])
+    return [a if labels[a.label] == 1 else dataclasses.replace(
+                a, label=f"{where}defaults[{i}]/{a.label.removeprefix('defaults/')}")
+            for where, placed in (("tamesu.yaml ", project), ("", suite)) for i, a in placed]
+
+
 def _load_suite(
     path: Path,
     project: Project,
@@ -210,6 +221,7 @@ def _load_suite(
     project_placed = list(enumerate(project_asserts)) \
         if len(project_asserts) == len(project.spec.defaults.assert_) else []
     warnings.extend(_lint.untraced_default_judges(suite, placed, project_placed))
+    defaults = _named_apart(project_placed or list(enumerate(project_asserts)), placed)
     slo = {**project.spec.defaults.slo, **spec.defaults.slo}
     adaptive = spec.defaults.adaptive or project.spec.defaults.adaptive
 
@@ -217,7 +229,7 @@ def _load_suite(
     seen_names: dict[str, int] = {}
     for index, raw in enumerate(spec.tests):
         for test in expand_test(suite, index, raw, problems, warnings, today):
-            test.assertions = [*project_asserts, *suite_asserts, *test.assertions]
+            test.assertions = [*defaults, *test.assertions]
             test.slo = slo
             if adaptive is not None and test.spec.adaptive is None and test.spec.repeat > 1:
                 # a default cannot know each test's repeat: its min_runs is at most the test's runs

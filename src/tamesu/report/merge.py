@@ -147,7 +147,8 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
         exit_code=EXIT_INFRA if missing and _merged_code(runs, merged, budget) in _BELOW_INFRA
         else _merged_code(runs, merged, budget), counts=count(merged), runs=count_runs(merged),
         interrupted="; ".join(notes) or None, stopped="; ".join(stops) or None,
-        warnings=[w for r in runs for w in r.summary.warnings] + unread,
+        # each shard said the plan's own warnings (an expired quarantine): once in the merged run
+        warnings=list(dict.fromkeys([w for r in runs for w in r.summary.warnings] + unread)),
         models=sum((r.summary.models for r in runs if r.summary.models), start=ModelSpend()) if any(
             r.summary.models for r in runs) else None,
     )
