@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from conftest import why
-from sessions import events
+from sessions import events, new_session
 from tamesu.conversation import TurnError, UserTurn
 from tamesu.errors import InfraError
 from targets.test_a2a_target import make_session, opened
@@ -119,3 +119,23 @@ tests:
     assert [line for line in result.stdout.splitlines() if "is not an A2A endpoint" in line] == \
         [f"      ! {run['error']}"], result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+
+
+async def test_a_long_error_is_cut_at_a_word_and_never_says_the_start_of_a_secret(tmp_path: Path, serve: Any) -> None:
+    # before: the agent's error message cut bare at 500 characters before the masking, which knows a cut secret
+    # only by the `…` after its head: the key the cut fell in was said up to the cut
+    key = "zq7-a2a-5e0c-91ab-77d2-key"
+
+    async def endpoint(request: Request) -> Response:
+        asked = await request.json()
+        said = "x " * 245 + request.headers.get("x-key", "")
+        return JSONResponse({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32603, "message": said}})
+
+    base = serve(Starlette(routes=[Route("/a2a", endpoint, methods=["POST"])])).url
+    session = new_session(tmp_path, environ={"A2A_KEY": key})
+    async with opened({"url": f"{base}/a2a", "headers": {"X-Key": "{{secrets.A2A_KEY}}"}}, session) as target:
+        with pytest.raises(TurnError) as caught:
+            await target.send(UserTurn(text="hello"))
+    said = session.redactor.text(str(caught.value))
+    assert "x x x" in said and said.rstrip().endswith("x…"), said
+    assert key[:6] not in said, said

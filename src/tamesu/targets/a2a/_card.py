@@ -22,6 +22,7 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.types.a2a_pb2 import AgentCard
 from google.protobuf.json_format import ParseError
 
+from tamesu.matching import one_line
 from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.a2a._errors import unreachable
 from tamesu.types import JSONObject
@@ -95,7 +96,7 @@ async def fetch_card(http: httpx.AsyncClient, place: str, within: float) -> Fetc
     except RecursionError:  # JSON nested deeper than Python reads: no card is
         return Fetched(None, "JSON nested too deeply to read")
     except (ParseError, ValueError, TypeError) as exc:
-        return Fetched(None, f"not an agent card: {' '.join(str(exc).split())[:200]}")
+        return Fetched(None, f"not an agent card: {one_line(str(exc), 200)}")
 
 
 def not_a_card(document: object) -> str | None:
@@ -103,7 +104,7 @@ def not_a_card(document: object) -> str | None:
     (a server answering `{"status": "ok"}` at every path gave a card with no name, no skills, no interface)."""
     if isinstance(document, dict) and "name" in document and _CARD_KEYS & document.keys():
         return None
-    shown = " ".join(json.dumps(document)[:80].split())
+    shown = one_line(json.dumps(document), 80)
     return f"not an agent card (no name, or none of {', '.join(sorted(_CARD_KEYS))}): {shown!r}"
 
 

@@ -18,6 +18,7 @@ from a2a.utils.errors import A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AEr
 
 from tamesu.conversation import TurnError
 from tamesu.errors import InfraError
+from tamesu.matching import one_line
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
 from tamesu.net.urls import REFUSAL_HINTS, shown_url
@@ -60,7 +61,7 @@ def unreachable(exc: BaseException) -> str | None:
             # UNAVAILABLE also means "the connection broke after the call went out"; only a failed
             # connect is safe to retry.
             if any(word in details.lower() for word in _NEVER_REACHED):
-                return " ".join(details.split())[:200]
+                return one_line(details, 200)
     return None
 
 
@@ -308,7 +309,7 @@ def _http_error(response: httpx.Response) -> AgentError:
         text = ""
     if is_web_page(text) and (title := page_title(text)):  # a server's error page: its markup is no words
         return AgentError(f"a web page, titled '{title}'", status=status)
-    return AgentError(_one_line(text[:200]) or response.reason_phrase or "", status=status)
+    return AgentError(one_line(text, 200) or response.reason_phrase or "", status=status)
 
 
 _ERRORS_BY_NAME = {kind.__name__: kind for kind in JSON_RPC_ERROR_CODE_MAP}
@@ -317,4 +318,5 @@ _GRPC_HINTS = {"UNAUTHENTICATED": REFUSAL_HINTS[401], "PERMISSION_DENIED": REFUS
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())[:500]
+    # cut with its `…`, which masking reads as a cut: a secret the cut falls in never shows its head
+    return one_line(str(text), 500)

@@ -41,6 +41,7 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from pydantic import BaseModel, ValidationError
 
+from tamesu.matching import one_line
 from tamesu.types import JSONObject, JSONValue, json_list, json_object, whole_numbers
 
 STATES: dict[int, str] = {
@@ -190,7 +191,7 @@ def push_body(body: JSONValue) -> JSONObject:
 
 
 def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:300] or type(exc).__name__
+    return one_line(str(exc), 300) or type(exc).__name__
 
 
 # -- reading documents ----------------------------------------------------------------------------------
