@@ -225,3 +225,27 @@ def test_the_json_schema_knows_the_query_keys(tmp_path: Path, tamesu) -> None:
     assert list(validator.iter_errors(good)) == []
     for bad in ({"zipkin": "http://a"}, {"jaeger": 5}, {"jaeger": "http://a", "timeout": "soon"}):
         assert list(validator.iter_errors({"suites": [], "traces": {"query": bad}})), bad
+
+
+async def test_a_backends_long_error_is_cut_at_a_word_never_at_a_secrets_head(serve) -> None:
+    # before: the answer's text cut bare at 200 characters, before any masking, which knows a cut secret only by
+    # the `…` after its head: a key the cut fell in was said up to the cut ("zq7-trace-9f")
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from tamesu.telemetry.query import QueryError, TraceQuery
+
+    key = "zq7-trace-9f31-aa08-key"
+
+    async def broken(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("x " * 95 + key, status_code=500)
+
+    base = serve(Starlette(routes=[Route("/api/traces/{trace_id}", broken)])).url
+    with pytest.raises(QueryError) as caught:
+        await TraceQuery("tempo", base, 5).fetch_all(["0" * 31 + "2"], patience=1)
+    said = str(caught.value)
+    assert said.startswith(f"traces.query: tempo at {base} answered 500 for {base}/api/traces/") and \
+        said.endswith(" x x…"), said
+    assert key[:6] not in said, said

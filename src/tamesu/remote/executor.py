@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from tamesu.conversation import Session
 from tamesu.fuzzing import fuzz_for
+from tamesu.matching import one_line
 from tamesu.remote._binding import binding_of
 from tamesu.suite.remote_agents import RemoteAgentSpec, ReplySpec
 from tamesu.types import whole_numbers
@@ -83,7 +84,7 @@ def refused_delegation(name: str, message: Message, context: ServerCallContext, 
     text, data = message_text(message)
     binding, version = binding_of(context)
     code = JSON_RPC_ERROR_CODE_MAP.get(type(error))
-    said = " ".join(str(error.message).split())[:500]
+    said = one_line(str(error.message), 500)
     return Delegation(agent=name, message=text, data=data, reply=f"error {code}: {said}" if code else said,
                       state="error", binding=binding, version=version, task_id=message.task_id,
                       context_id=message.context_id, at_ms=at_ms)

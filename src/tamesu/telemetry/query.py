@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from tamesu.errors import InfraError
+from tamesu.matching import one_line
 from tamesu.net.clients import async_client, os_reason
 from tamesu.telemetry.backends import jaeger_spans, tempo_spans
 from tamesu.telemetry.spans import BadExport, Span
@@ -103,7 +104,7 @@ class TraceQuery:
             return None
         if response.status_code != 200:
             raise QueryError(f"traces.query: {self.name} answered {response.status_code} for {url}: "
-                             f"{response.text[:200].strip()}")
+                             f"{one_line(response.text, 200)}")
         if len(response.content) > MAX_ANSWER:
             raise QueryError(f"traces.query: {self.name} answered more than {MAX_ANSWER // 2**20} MiB for {url}")
         try:

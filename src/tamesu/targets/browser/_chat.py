@@ -13,6 +13,7 @@ from playwright.async_api import Frame, Locator, Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
+from tamesu.matching import one_line
 from tamesu.targets.browser._actions import PageEnv, at, locate
 from tamesu.targets.browser._browser import _first_line
 from tamesu.targets.browser._frames import NoFrame, find_frame, iframe_hint
@@ -169,7 +170,7 @@ async def _say_unread(env: PageEnv, texts: list[str], cut_s: float | None = None
         cut = {"cut": True, "limit_s": cut_s}
         hint += f"; the last was still being written when the look after the last turn ended, turn_timeout " \
                 f"({cut_s:g}s) after it began: it is cut there, as the widget showed it then"
-    env.session.event("chat_unread", after_turn=env.chat_answers, messages=[t[:300] for t in texts], hint=hint,
+    env.session.event("chat_unread", after_turn=env.chat_answers, messages=[one_line(t, 300) for t in texts], hint=hint,
                       **cut)
 
 
@@ -238,7 +239,7 @@ async def _say_greeting_unread(env: PageEnv, root: Page | Frame, chat: ChatSpec,
         return
     texts = (await _texts(root, chat.messages))[opened_with:before]
     env.session.event(
-        "chat_unread", after_turn=0, messages=[t[:300] for t in texts],
+        "chat_unread", after_turn=0, messages=[one_line(t, 300) for t in texts],
         hint=f"the widget wrote {len(texts)} message{'s' if len(texts) != 1 else ''} after it opened and before the "
              "first words were sent, so no turn has them: a greeting (set chat.greeting: true to have it as the "
              "agent's turn 1)")

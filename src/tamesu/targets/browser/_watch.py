@@ -8,6 +8,7 @@ from __future__ import annotations
 from playwright.async_api import ConsoleMessage, Error, Page, Request, Response
 
 from tamesu.conversation import Event, Session
+from tamesu.matching import one_line
 
 LIMIT = 20
 """Events of each kind a run keeps: a page that logs in a loop must not fill the result."""
@@ -83,4 +84,4 @@ def failed_meanwhile(events: list[Event], before: int) -> str:
 
 
 def _line(text: str) -> str:
-    return (text.strip().splitlines() or [""])[0][:300]
+    return one_line((text.strip().splitlines() or [""])[0], 300)
