@@ -278,7 +278,7 @@ tests:
 def test_a_bad_server_gets_a_clear_failed_turn_and_no_hang(tmp_path: Path) -> None:
     cases = {
         "close": ("text", "the agent closed the websocket (code 1011, agent crashed)"),
-        "not-json": ("text", "the agent sent a message that is not JSON: 'this is not json {'"),
+        "not-json": ("text", 'the agent sent a message that is not JSON: "this is not json {"'),
         "silent": ("text", "no response.done within turn_timeout (2s)"),
         "error": ("text", "the agent answered with an error: overloaded: try again later"),
         "audio-in-text": ("text", "the agent sent audio in a text session"),

@@ -27,6 +27,7 @@ import uuid
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tamesu.conversation import AgentTurn, Session, TurnError
+from tamesu.matching import quoted
 from tamesu.plugins import register
 from tamesu.targets.audio.sniffer import EncodingSniffer
 from tamesu.targets.audio.socket import AudioSocketTarget, socket_metric_names
@@ -132,9 +133,9 @@ class TwilioWire(Wire):
         try:
             event = json.loads(message)
         except ValueError:
-            raise TurnError(f"the agent sent a message that is not JSON: {message[:200]!r}") from None
+            raise TurnError(f"the agent sent a message that is not JSON: {quoted(message, 200)}") from None
         if not isinstance(event, dict):
-            raise TurnError(f"the agent sent a message that is not a JSON object: {message[:200]!r}")
+            raise TurnError(f"the agent sent a message that is not a JSON object: {quoted(message, 200)}")
         kind = event.get("event")
         if kind == "media":
             payload = (event.get("media") or {}).get("payload")

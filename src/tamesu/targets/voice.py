@@ -46,6 +46,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
+from tamesu.matching import quoted
 from tamesu.plugins import register
 from tamesu.targets._tool_arguments import read_arguments
 from tamesu.targets.audio.heard import Heard
@@ -283,7 +284,7 @@ class VoiceWire(Wire):
         try:
             document: JSONValue = json.loads(message)
         except ValueError:
-            raise TurnError(f"the agent sent a text message that is not JSON: {message[:200]!r}") from None
+            raise TurnError(f"the agent sent a text message that is not JSON: {quoted(message, 200)}") from None
         self.json_messages += 1
         items: list[Incoming] = []
         for kind, match, when, text_path in self.matchers:

@@ -20,6 +20,7 @@ from google.protobuf.message import DecodeError
 
 from tamesu._proto.pipecat.v1 import frames_pb2
 from tamesu.conversation import TurnError
+from tamesu.matching import quoted
 from tamesu.targets.audio.wire import Incoming, Wire
 
 RTVI_LABEL = "rtvi-ai"
@@ -96,7 +97,7 @@ class PipecatWire(Wire):
 
     def read(self, message: str | bytes) -> list[Incoming]:
         if not isinstance(message, bytes):
-            raise TurnError(f"the bot sent a text message ({message[:120]!r}): a Pipecat protobuf transport sends "
+            raise TurnError(f"the bot sent a text message ({quoted(message, 120)}): a Pipecat protobuf transport sends "
                             "binary frames (is its serializer ProtobufFrameSerializer?)")
         try:
             frame = frames_pb2.Frame.FromString(message)
@@ -130,7 +131,7 @@ class PipecatWire(Wire):
         try:
             document = json.loads(data)
         except ValueError:
-            raise TurnError(f"the bot sent a transport message that is not JSON: {data[:160]!r}") from None
+            raise TurnError(f"the bot sent a transport message that is not JSON: {quoted(data, 160)}") from None
         if not isinstance(document, dict) or document.get("label") != RTVI_LABEL:
             return [Incoming("message", value=document)]
         self.rtvi_messages += 1

@@ -57,6 +57,7 @@ from websockets.exceptions import ConnectionClosed
 from tamesu.audio import measured
 from tamesu.conversation import AgentTurn, Session, TurnAudio, TurnError, UserTurn
 from tamesu.errors import InfraError, TemplateError
+from tamesu.matching import one_line, quoted
 from tamesu.plugins import register
 from tamesu.targets.audio.listen import POLL_S
 from tamesu.targets.base import Target
@@ -256,9 +257,9 @@ class RealtimeTarget(Target[RealtimeSpec]):
             self._queue.put_nowait((item, at))
             raise TurnError(item.describe())
         if isinstance(item, NotJson):
-            raise TurnError(f"the agent sent a message that is not JSON: {item.text!r}")
+            raise TurnError(f"the agent sent a message that is not JSON: {quoted(item.text, 200)}")
         if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-            raise TurnError(f"the agent sent an event without a type: {json.dumps(item)[:200]}")
+            raise TurnError(f"the agent sent an event without a type: {one_line(json.dumps(item), 200)}")
         self._events += 1
         return item, at
 
