@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tamesu.errors import ConfigError
+from tamesu.errors import MESSAGE_CHARS, PATH_CHARS, ConfigError
 from tamesu.jsonl.parser import ParseSettings, parse_file
 from tamesu.plan import load_plan
 from tamesu.plan.targets import Resolver
@@ -96,7 +96,9 @@ def _measured(action: Callable[[], Any], memory: bool = True) -> tuple[str, floa
         assert exc.problems, "a ConfigError names at least one problem"
         for problem in exc.problems:
             assert problem.line >= 1 and problem.column >= 1, problem
-            assert len(str(problem)) < 1200, f"a problem quotes too much: {str(problem)[:200]}..."
+            # its place, then the path and the message each cut to their bounds (a key or value of 100 kB quoted)
+            bound = len(f"{problem.file}:{problem.line}:{problem.column}: ") + PATH_CHARS + 2 + MESSAGE_CHARS
+            assert len(str(problem)) <= bound, f"a problem quotes too much: {str(problem)[:200]}..."
         outcome = str(exc.problems[0])
     finally:
         seconds = time.process_time() - started
