@@ -63,6 +63,14 @@ CASES = [
         "number: put it in quotes to keep it as written)",
         id="a-number-for-text",
     ),
+    pytest.param(  # before: "got True", "got None": Python's spelling of what the YAML says `true`, `null`
+        TARGET + "tests:\n  - name: a\n    target: api\n    repeat: null\n"
+                 "    scenario: { script: [ { say: true } ] }\n",
+        "suite.yaml:8:13: tests[0].repeat: input should be a valid integer, got null\n"
+        "suite.yaml:9:34: tests[0].scenario.script[0].say: input should be a valid string, got true (read as a "
+        "boolean: put it in quotes to keep it as written)",
+        id="yaml-spellings",
+    ),
     pytest.param(
         TARGET + "tests:\n  - name: a\n    target: api\n    scenario:\n      max_turns: lots\n",
         "suite.yaml:9:18: tests[0].scenario.max_turns: input should be a valid integer, unable to parse "

@@ -125,7 +125,7 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
         found = error["input"]
         if not isinstance(found, dict | list):
             # pydantic may say what it got in words already ("got a number with a fractional part")
-            message += f" ({found!r})" if ", got " in message else f", got {found!r}"
+            message += f" ({as_written(found)})" if ", got " in message else f", got {as_written(found)}"
         if kind == "literal_error" and isinstance(found, str):
             ctx = error.get("ctx")
             expected = ctx.get("expected", "") if isinstance(ctx, dict) else ""
@@ -213,6 +213,16 @@ def _mapping_meant_for_a_model(errors: Sequence[Mapping[str, Any]]) -> list[dict
     return kept
 
 
+def as_written(found: object) -> str:
+    """A value a user wrote, as YAML and JSON spell it (`true`, `null`, not Python's `True`, `None`); text and
+    numbers as before."""
+    if found is None:
+        return "null"
+    if isinstance(found, bool):
+        return "true" if found else "false"
+    return repr(found)
+
+
 _MAPPING = "{...}"
 _NOT_A_MAPPING = {"model_type", "model_attributes_type", "dict_type"}
 _MEMBERS = {"str": "text", "int": "a whole number", "float": "a number", "bool": "a boolean (true, false)",
@@ -221,7 +231,7 @@ _MEMBERS = {"str": "text", "int": "a whole number", "float": "a number", "bool":
 
 def _union_message(found: object, members: list[str]) -> str:
     said = [_MEMBERS[member] for member in dict.fromkeys(members)]
-    message = f"expected {', '.join(said[:-1])} or {said[-1]}, got {found!r}"
+    message = f"expected {', '.join(said[:-1])} or {said[-1]}, got {as_written(found)}"
     if "str" in members and isinstance(found, bool | int | float):
         message += _READ_AS.format("a boolean" if isinstance(found, bool) else "a number")
     return message
