@@ -5,8 +5,11 @@ test of the run."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from urllib.parse import urlsplit
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
 
 _NEEDS_A_HOST = frozenset({"http", "https", "ws", "wss", "grpc", "grpcs"})
 
@@ -48,7 +51,10 @@ def shown_url(url: str, mask: Callable[[str], str] = str, *, query: bool = False
     """`url` as a line or a record names it: the secrets in it masked (`mask`), never a `user:password@` written in
     it (a credential whether or not it was declared a secret), and its query only with `query` (a key there is a
     credential too; an error line about a wrong host or path is not told by it)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # no URL (`ws://[::1`): its error is said elsewhere; a userinfo in it is hidden all the same
+        return mask(_USERINFO.sub(r"\1***@", url))
     if not parts.scheme or not parts.netloc:
         return mask(url)
     host = parts.netloc.rpartition("@")[2]
