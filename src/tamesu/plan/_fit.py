@@ -53,7 +53,9 @@ def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] 
         metric = check.spec.name
         need = _metric_need(metric, target)
         said = {k: v.replace("{metric}", metric) for k, v in _MEASURED.items()}
-        if (need == "takes_steps" and steps is not None and base_of(metric) in _OF_GOALS
+        # the browser target declares goal_steps (so `need` is None for it): whether the test takes a goal step
+        # is the test's, asked of every target that takes steps
+        if (steps is not None and base_of(metric) in _OF_GOALS and need_of(metric) == "takes_steps"
                 and not any(isinstance(step, dict) and "goal" in step for step in steps)):
             return f"{metric} is measured only by `goal` steps, which this test has none of"
         if need is not None and targets.is_known(target.type) and targets.target_class(target.type).offers(
