@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 # the `tls:` block as a target's (`tamesu.net.tls`): a suite describes, it does not import what connects
+from tamesu.matching import quoted
 from tamesu.models.spec import TlsSpec
 from tamesu.suite.patterns import Pattern
 from tamesu.types import HostPort, Strict
@@ -79,9 +79,9 @@ class RemoteAgentSpec(Strict):
         if re.match(r"(?i)grpcs?://", value):
             if not re.fullmatch(r"(?i)grpc://[^/\s]+:\d+/?|grpcs://[^/\s]+(:\d+)?/?", value):
                 raise ValueError(f"forward: expected grpc://host:port or grpcs://host[:port] (a gRPC agent is "
-                                 f"reached at an address, not a path), got {_quoted(value)}")
+                                 f"reached at an address, not a path), got {quoted(value)}")
         elif not re.match(r"(?i)https?://[^/\s]+", value):
-            raise ValueError(f"forward: expected an http://, https://, grpc:// or grpcs:// URL, got {_quoted(value)}")
+            raise ValueError(f"forward: expected an http://, https://, grpc:// or grpcs:// URL, got {quoted(value)}")
         return value
 
     @model_validator(mode="after")
@@ -112,9 +112,3 @@ def forward_tls_problem(forward: str, tls: TlsSpec) -> str | None:
         return (f"tls is for an https:// or grpcs:// forward: {scheme}:// is plaintext, and the block would be "
                 "used for nothing")
     return None
-
-
-def _quoted(value: str) -> str:
-    """A value written in the suite as a problem line quotes it: in double quotes, as JSON writes a string (a
-    Python repr's single quotes, or double ones around an apostrophe, read as no other line of tamesu's)."""
-    return json.dumps(value, ensure_ascii=False)
