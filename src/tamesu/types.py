@@ -140,17 +140,23 @@ def fixed_port(addr: str | None) -> int | None:
     return port or None
 
 
+def is_loopback(host: str) -> bool:
+    """`localhost` (and names below it, RFC 6761), 127.0.0.0/8, ::1: this machine."""
+    name = host.lower().strip("[]").rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def _host_key(host: str) -> str:
     """A bind host as the machine sees it: its loopback names as one, every interface as `*`."""
     name = host.lower().strip("[]")
     if name in ("", "0.0.0.0", "::"):
         return "*"
-    if name == "localhost" or name.endswith(".localhost"):
-        return "localhost"
-    try:
-        return "localhost" if ipaddress.ip_address(name).is_loopback else name
-    except ValueError:
-        return name
+    return "localhost" if is_loopback(name) else name
 
 
 def binds_clash(first: str, second: str) -> bool:

@@ -9,10 +9,11 @@ target's websocket streaming) and the gRPC channels."""
 from __future__ import annotations
 
 import functools
-import ipaddress
 import urllib.parse
 import urllib.request
 from typing import Literal
+
+from tamesu.types import is_loopback  # this machine: never through a proxy
 
 
 @functools.cache
@@ -20,17 +21,6 @@ def environment_proxies() -> dict[str, str]:
     """The proxies the environment names (scheme: URL, `no`: the NO_PROXY list), read once: tamesu does not change
     its own environment while it runs, and reading it costs 0.3 ms."""
     return urllib.request.getproxies_environment()
-
-
-def is_loopback(host: str) -> bool:
-    """`localhost` (and names below it, RFC 6761), 127.0.0.0/8, ::1: this machine, never through a proxy."""
-    name = host.lower().strip("[]").rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 @functools.cache

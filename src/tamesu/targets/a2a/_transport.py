@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 from a2a.types.a2a_pb2 import AgentCard, AgentInterface
 from packaging.version import InvalidVersion, Version
 
+from tamesu.types import is_loopback
+
 BINDINGS = {"jsonrpc": "JSONRPC", "http": "HTTP+JSON", "grpc": "GRPC"}
 """The target's `transport` values and the card's protocolBinding names."""
 KEYS = {name: key for key, name in BINDINGS.items()}
@@ -115,22 +117,13 @@ def grpc_target(url: str) -> tuple[str, bool]:
 
 def _bare(host_port: str) -> tuple[str, bool]:
     host = host_port.rsplit(":", 1)[0].strip("[]") if ":" in host_port else host_port
-    return host_port, not _loopback(host)
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return host_port, not is_loopback(host)
 
 
 def _this_machine(host: str) -> bool:
     """localhost, 127.0.0.1 and ::1 name this machine, and so does the 0.0.0.0 (::) a server bound to every
     interface writes on its card: a url and a card that spell it differently are about the same place."""
-    if _loopback(host):
+    if is_loopback(host):
         return True
     try:
         return ipaddress.ip_address(host).is_unspecified
