@@ -20,14 +20,18 @@ def _espeaks() -> set[int]:
     """This process's espeak-ng children."""
     found: set[int] = set()
     for thread in os.listdir(f"/proc/{os.getpid()}/task"):
-        with open(f"/proc/{os.getpid()}/task/{thread}/children") as children:
-            for child in children.read().split():
-                try:
-                    with open(f"/proc/{child}/comm") as comm:
-                        if comm.read().strip().startswith("espeak"):
-                            found.add(int(child))
-                except FileNotFoundError:
-                    continue
+        try:
+            with open(f"/proc/{os.getpid()}/task/{thread}/children") as children:
+                listed = children.read().split()
+        except FileNotFoundError:  # a thread (the executor's, a speech worker's) ended since the listing
+            continue
+        for child in listed:
+            try:
+                with open(f"/proc/{child}/comm") as comm:
+                    if comm.read().strip().startswith("espeak"):
+                        found.add(int(child))
+            except FileNotFoundError:
+                continue
     return found
 
 

@@ -20,6 +20,7 @@ from agents.voice import starved
 from agents.voice_bot import BOT_DIR, needs_bot
 from conftest import run_tamesu, why
 from tamesu.audio.extra import problem
+from tamesu.targets.audio.burst import STRICT_FLOOD_FACTOR
 
 # the first test of this module also pays for its module fixture, two tamesu runs side by side (the example suite
 # and the wrong configurations, each its own timeout: 400 s), and maybe the voice bot's start (90 s):
@@ -138,17 +139,41 @@ def test_a_wrong_configuration_fails_naming_the_mismatch(runs: Runs, test: str, 
     assert runs.wrong_code == 1
     record = _records(runs.wrong)[f"wrong/{test}"]
     assert record["status"] == "failed", record
-    if test == "rate" and named not in json.dumps(record):
+    tries, made = 1, runs.wrong
+    while test == "rate" and named not in json.dumps(record) and tries < RATE_TRIES:
         # the rate is named from the pace the agent's audio arrives at, which holds while the agent keeps its own
         # clock: a bot starved beside the example suite's calls once sent its 16 kHz greeting at half real-time
-        # pace, which read at 8 kHz plays in real time (then nothing is amiss but the words). Called again alone,
-        # with the bot idle, the mismatch must be named
+        # pace, which read at 8 kHz plays in real time (then nothing is amiss but the words). Called again, with
+        # the bot idle, the mismatch must be named
+        tries += 1
+        out = tmp_path / f"out-{tries}"
         (tmp_path / "wrong.tamesu.yaml").write_text(WRONG)
-        again = run_tamesu(["run", "wrong.tamesu.yaml", "--out", "out", "--filter", "^wrong/rate$"], cwd=tmp_path,
-                           env={"VOICE_BOT": voice_bot_url}, timeout=120)
+        again = run_tamesu(["run", "wrong.tamesu.yaml", "--out", str(out), "--filter", "^wrong/rate$"],
+                           cwd=tmp_path, env={"VOICE_BOT": voice_bot_url}, timeout=120)
         assert again.returncode == 1, again.stdout + again.stderr
-        record = _records(next(d for d in (tmp_path / "out").iterdir() if d.is_dir()))["wrong/rate"]
-    assert named in json.dumps(record), (named, record)
+        made = next(d for d in out.iterdir() if d.is_dir())
+        record = _records(made)["wrong/rate"]
+    if test == "rate" and named not in json.dumps(record):
+        # a CI machine can keep the bot starved through every call: then its greeting came too slowly for any pace
+        # to tell 16 kHz from 8 kHz, which is the bot's clock failing, not tamesu; any faster greeting must be named
+        pace = _greeting_pace(made / "wrong/rate/run-1")
+        if pace is not None and pace < STRICT_FLOOD_FACTOR:
+            pytest.skip(f"the bot stayed starved in {tries} calls: its last greeting came at {pace:.2f}x real time "
+                        "read at 8 kHz (2x when it keeps its clock), no pace tells the rates apart")
+    assert named in json.dumps(record), (named, why(record))
+
+
+RATE_TRIES = 3
+
+
+def _greeting_pace(run_dir: Path) -> float | None:
+    """How many times faster than real time the first agent turn's audio came (as read at the agreed rate), from
+    its first audio to the end of its listening."""
+    first = json.loads((run_dir / "result.json").read_text())["turns"][0]["agent"]
+    audio = first.get("audio") or {}
+    if not audio.get("agent_audio_ms") or audio.get("agent_from_ms") is None or audio.get("agent_to_ms") is None:
+        return None
+    return float(audio["agent_audio_ms"]) / max(float(audio["agent_to_ms"]) - float(audio["agent_from_ms"]), 1.0)
 
 
 @needs_voice
