@@ -115,7 +115,14 @@ def _one_round(folder: Path, sig: signal.Signals, delay: float, parallel: int) -
             time.sleep(0.02)
         time.sleep(delay)
         process.send_signal(sig)
-        stdout, stderr = process.communicate(timeout=30)
+        try:
+            # 60 s: a run stops within seconds; at load 25 one SIGINT'd run was still going after 30
+            stdout, stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            stdout, stderr = process.communicate()
+            raise AssertionError(f"{sig.name} after {delay:.2f}s: still running 60 s later; it said:\n"
+                                 f"{stderr}{stdout}") from None
     finally:
         if process.poll() is None:
             process.kill()
