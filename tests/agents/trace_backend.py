@@ -40,6 +40,8 @@ class TraceBackend:
         self.visible_after = visible_after
         self.hide: Callable[[list[Span]], bool] = lambda spans: False
         self.queries: list[str] = []
+        self.authorizations: list[str | None] = []
+        """Each query's Authorization header (a URL's `user:password@` is sent as one)."""
         self._traces: dict[str, list[tuple[Resource, Span]]] = {}
         self._last: dict[str, float] = {}
 
@@ -57,6 +59,7 @@ class TraceBackend:
     async def trace(self, request: Request) -> Response:
         trace_id = request.path_params["trace_id"].lower()
         self.queries.append(trace_id)
+        self.authorizations.append(request.headers.get("authorization"))
         spans = self._traces.get(trace_id)
         early = spans and time.monotonic() - self._last[trace_id] < self.visible_after
         if not spans or early or self.hide([span for _, span in spans]):

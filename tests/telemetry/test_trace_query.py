@@ -6,6 +6,7 @@ has late is asked for again within `wait`; one it never has is said; an unreacha
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,6 +156,32 @@ def test_a_trace_the_backend_never_has_is_said(tmp_path: Path, tamesu, stack) ->
     assert f"1 trace(s) of this run were not found in jaeger at {backend_url} within traces.wait (2s): {second}" \
         in result.stdout + result.stderr
     assert backend.queries.count(second) >= 3  # asked again until wait ran out
+
+
+@pytest.mark.parametrize("stack", [{"kind": "jaeger"}], indirect=True)
+def test_a_password_in_the_backends_url_is_sent_and_never_shown(tmp_path: Path, tamesu, stack) -> None:
+    # before: `jaeger at http://reader:PASSWORD@127.0.0.1:...` in every line that named the backend, on the
+    # console, in the trace_not_found event of result.json, run.json's warnings and the store
+    backend, _agent, backend_url, url = stack
+    password = "pw-7Hq2-kept-out"
+    with_credentials = backend_url.replace("http://", f"http://reader:{password}@")
+    project(tmp_path, f"{{ query: {{ jaeger: '{with_credentials}' }}, wait: 1s }}", url)
+    backend.hide = lambda spans: any(a.value.string_value == "thanks" for s in spans for a in s.attributes)
+    result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    said = result.stdout + result.stderr
+    shown = backend_url.replace("http://", "http://***@")
+    assert f"were not found in jaeger at {shown} within traces.wait" in said, said
+    assert password not in said
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.name != "tamesu.yaml":
+            assert password.encode() not in path.read_bytes(), path
+    detail, _spans, _ = run_files(tmp_path)
+    assert next(e for e in detail["events"] if e["name"] == "trace_not_found")["data"]["source"] == \
+        f"jaeger at {shown}"
+    # the credentials still go where they are meant to: as the backend's basic auth
+    token = base64.b64encode(f"reader:{password}".encode()).decode()
+    assert backend.authorizations and set(backend.authorizations) == {f"Basic {token}"}
 
 
 def test_an_unreachable_backend_is_one_line_and_exit_3(tmp_path: Path, tamesu, serve) -> None:

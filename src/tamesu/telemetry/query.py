@@ -19,6 +19,7 @@ import httpx
 from tamesu.errors import InfraError
 from tamesu.matching import one_line
 from tamesu.net.clients import async_client, os_reason
+from tamesu.net.urls import shown_url
 from tamesu.telemetry.backends import jaeger_spans, tempo_spans
 from tamesu.telemetry.spans import BadExport, Span
 
@@ -51,7 +52,9 @@ class TraceQuery:
 
     @property
     def name(self) -> str:
-        return f"{self.kind} at {self.base_url}"
+        # a `user:password@` in the URL is sent as the backend's basic auth, never said: this name is in every
+        # line, event and warning about the backend
+        return f"{self.kind} at {shown_url(self.base_url)}"
 
     def url(self, trace_id: str) -> str:
         return f"{self.base_url}/api/traces/{trace_id}"
@@ -103,13 +106,14 @@ class TraceQuery:
         if response.status_code == 404:
             return None
         if response.status_code != 200:
-            raise QueryError(f"traces.query: {self.name} answered {response.status_code} for {url}: "
+            raise QueryError(f"traces.query: {self.name} answered {response.status_code} for {shown_url(url)}: "
                              f"{one_line(response.text, 200)}")
         if len(response.content) > MAX_ANSWER:
-            raise QueryError(f"traces.query: {self.name} answered more than {MAX_ANSWER // 2**20} MiB for {url}")
+            raise QueryError(f"traces.query: {self.name} answered more than {MAX_ANSWER // 2**20} MiB for "
+                             f"{shown_url(url)}")
         try:
             document = json.loads(response.content)
             return (jaeger_spans if self.kind == "jaeger" else tempo_spans)(document)
         except (ValueError, BadExport) as exc:
-            raise QueryError(f"traces.query: {self.name} answered what is no {self.kind} trace for {url}: "
+            raise QueryError(f"traces.query: {self.name} answered what is no {self.kind} trace for {shown_url(url)}: "
                              f"{str(exc)[:200]}") from None
