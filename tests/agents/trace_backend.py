@@ -42,6 +42,8 @@ class TraceBackend:
         self.queries: list[str] = []
         self.authorizations: list[str | None] = []
         """Each query's Authorization header (a URL's `user:password@` is sent as one)."""
+        self.headers: dict[str, list[str]] = {}
+        """Every header of the queries, by name (lowercase)."""
         self._traces: dict[str, list[tuple[Resource, Span]]] = {}
         self._last: dict[str, float] = {}
 
@@ -60,6 +62,8 @@ class TraceBackend:
         trace_id = request.path_params["trace_id"].lower()
         self.queries.append(trace_id)
         self.authorizations.append(request.headers.get("authorization"))
+        for name, value in request.headers.items():
+            self.headers.setdefault(name, []).append(value)
         spans = self._traces.get(trace_id)
         early = spans and time.monotonic() - self._last[trace_id] < self.visible_after
         if not spans or early or self.hide([span for _, span in spans]):

@@ -184,6 +184,32 @@ def test_a_password_in_the_backends_url_is_sent_and_never_shown(tmp_path: Path, 
     assert backend.authorizations and set(backend.authorizations) == {f"Basic {token}"}
 
 
+@pytest.mark.parametrize("stack", [{"kind": "tempo"}], indirect=True)
+def test_a_backends_credentials_come_from_secrets_in_its_url_and_headers(tmp_path: Path, tamesu, stack) -> None:
+    # before: `{{secrets.X}}` in the URL passed validate and went out as the literal text (the backend saw
+    # `Basic base64("reader:{{secrets.TRACE_PW}}")`), and no header could be given (a token, a tenant)
+    backend, _agent, backend_url, url = stack
+    password, token = "pw-51xQ-from-env", "tok-9Lm3-from-dotenv"
+    (tmp_path / ".env").write_text(f"TRACE_TOKEN={token}\n")
+    with_credentials = backend_url.replace("http://", "http://reader:{{secrets.TRACE_PW}}@")
+    project(tmp_path, f"{{ query: {{ tempo: '{with_credentials}', headers: {{ x-scope-orgid: '{{{{env.TENANT}}}}', "
+                      f"x-token: 'Bearer {{{{secrets.TRACE_TOKEN}}}}' }} }}, wait: 300ms }}", url)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"TRACE_PW": password, "TENANT": "shop-team"})
+    assert result.returncode == 1, result.stdout + result.stderr  # only "tool on turn 2" fails: the spans came
+    assert backend.authorizations and set(backend.authorizations) == {
+        "Basic " + base64.b64encode(f"reader:{password}".encode()).decode()}
+    assert set(backend.headers["x-token"]) == {f"Bearer {token}"} and set(backend.headers["x-scope-orgid"]) == \
+        {"shop-team"}
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.name != ".env":
+            assert password.encode() not in path.read_bytes() and token.encode() not in path.read_bytes(), path
+    # a secret that is not set: one line, the suite's tests errors (exit 3), as an unreachable backend
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"TENANT": "shop-team"})
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "traces.query: secret TRACE_PW is not set (environment or .env)" in result.stdout, result.stdout
+    assert "Traceback" not in result.stderr
+
+
 def test_an_unreachable_backend_is_one_line_and_exit_3(tmp_path: Path, tamesu, serve) -> None:
     agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}")
     url = serve(agent.app()).url
@@ -230,6 +256,9 @@ def test_a_backend_that_is_neither_is_exit_3(tmp_path: Path, tamesu, serve) -> N
     ("{ query: { zipkin: 'http://a' } }", "zipkin"),
     ("{ receive: '127.0.0.1:0', query: { tempo: 'http://a' } }", "receive or query, not both"),
     ("{ wait: 1s }", "name where spans come from"),
+    ("{ query: { jaeger: 'http://{{vars.host}}:16686' } }", "only {{env.NAME}} and {{secrets.NAME}}"),
+    ("{ query: { jaeger: 'http://a', headers: { authorization: 'Bearer {{captured.token}}' } } }",
+     "only {{env.NAME}} and {{secrets.NAME}}"),
 ])
 def test_bad_query_keys_are_one_line(tmp_path: Path, tamesu, traces: str, problem: str) -> None:
     (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {traces}\n")

@@ -45,10 +45,12 @@ class Fetched:
 
 
 class TraceQuery:
-    def __init__(self, kind: str, base_url: str, timeout: float) -> None:
+    def __init__(self, kind: str, base_url: str, timeout: float, headers: dict[str, str] | None = None) -> None:
         self.kind = kind
         self.base_url = base_url
         self.timeout = timeout
+        self.headers = {"accept": "application/json", **(headers or {})}
+        """`traces.query.headers`, their templates filled in: a token, a tenant."""
 
     @property
     def name(self) -> str:
@@ -98,7 +100,7 @@ class TraceQuery:
         """The trace's spans; None while the backend does not have it."""
         url = self.url(trace_id)
         try:
-            response = await client.get(url, headers={"accept": "application/json"})
+            response = await client.get(url, headers=self.headers)
         except httpx.TimeoutException:
             raise QueryError(f"traces.query: {self.name} did not answer within {self.timeout:g}s") from None
         except httpx.HTTPError as exc:
