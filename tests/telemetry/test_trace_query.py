@@ -210,6 +210,24 @@ def test_a_backends_credentials_come_from_secrets_in_its_url_and_headers(tmp_pat
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("stack", [{"kind": "jaeger"}, {"kind": "tempo"}], indirect=True, ids=["jaeger", "tempo"])
+def test_tamesus_own_spans_in_the_backend_are_not_the_agents(tmp_path: Path, tamesu, stack) -> None:
+    # tamesu exports its own spans where the agent does (trace-context.md: its `tamesu.turn` is the parent of the
+    # agent's); before, the backend's trace held it and it was counted as the agent's span
+    backend, _agent, backend_url, url = stack
+    project(tmp_path, f"{{ query: {{ {backend.kind}: '{backend_url}' }}, wait: 1s }}", url, """\
+    assert:
+      - { name: only the agent's, span: { name: 'tamesu\\..*', count: { equals: 0 } } }
+      - { name: all of them, metric: { name: trace_spans_total, equals: 5 } }
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path,
+                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": backend_url, "OTEL_BSP_SCHEDULE_DELAY": "20"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    _detail, spans, _ = run_files(tmp_path)
+    assert {s["service"] for s in spans["spans"]} == {"traced-agent"}
+    assert any(span.name == "tamesu.turn" for kept in backend._traces.values() for _, _, span in kept)
+
+
 def test_an_unreachable_backend_is_one_line_and_exit_3(tmp_path: Path, tamesu, serve) -> None:
     agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}")
     url = serve(agent.app()).url

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from tamesu.telemetry.traceparent import TraceContext
+from tamesu.telemetry.traceparent import OWN_SCOPE, TraceContext
 
 if TYPE_CHECKING:  # OpenTelemetry is the otel extra: imported only when export is on
     from opentelemetry.sdk.trace import TracerProvider
@@ -123,7 +123,7 @@ def start(service_version: str) -> Telemetry:
                                 "service.version": service_version})
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(timeout=5)))
-    _active = Telemetry(provider.get_tracer("tamesu", service_version), provider)
+    _active = Telemetry(provider.get_tracer(OWN_SCOPE, service_version), provider)
     return _active
 
 
