@@ -11,6 +11,7 @@ when the invocation ends. tamesu's own span export, if any, was set up before an
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from tamesu.errors import TemplateError
 from tamesu.results.records import AssertionResult
 from tamesu.suite.schema import TraceQuerySpec, TracesSpec
 from tamesu.suite.templates import Context
-from tamesu.telemetry import genai
+from tamesu.telemetry import genai, otel
 from tamesu.telemetry.collector import QUIET_PART, RunSpans, SpanCollector
 from tamesu.telemetry.query import QueryError, TraceQuery
 from tamesu.telemetry.spans import SpansFile
@@ -79,6 +80,11 @@ class Receivers:
 
             receiver = await Receiver(addr, self.collector).start()
             self._receivers[addr] = receiver
+            if otel.active().exports_to(receiver.endpoint):
+                # tamesu's own spans would reach only this receiver, which leaves them out (not the agent's):
+                # what is batched goes now, and no more, so none is retried for seconds, with the SDK's warnings,
+                # against a receiver stopped at the end (in a thread: the receiver answers on this loop)
+                await asyncio.to_thread(otel.stop)
         if self._saved is None:
             self._saved = {name: os.environ.get(name) for name in _VARIABLES}
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
