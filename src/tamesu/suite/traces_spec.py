@@ -102,3 +102,18 @@ class TracesSpec(Strict):
             if not expr.startswith("env."):
                 raise ValueError(f"only {{{{env.NAME}}}} templates are filled in here, not {{{{{expr}}}}}")
         return value
+
+
+def checked_trace_url(value: str | None) -> str | None:
+    """tamesu.yaml's `trace_url` when it links each turn to its own trace: `{trace_id}` filled in (not a template)."""
+    if value is None:
+        return None
+    if "{{trace_id}}" in value.replace(" ", ""):
+        raise ValueError("write {trace_id}, in single braces, where the trace id goes: it is no template, and "
+                         "{{trace_id}} links to {ID}")
+    if "{trace_id}" not in value:
+        raise ValueError("no {trace_id} in it: every turn would link to the same page; write it where the id "
+                         "goes (http://localhost:16686/trace/{trace_id})")
+    if not re.match(r"^https?://[^/\s{]+", value):
+        raise ValueError(f"a link must start with http:// or https:// and a host, got {value[:80]!r}")
+    return value
