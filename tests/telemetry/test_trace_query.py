@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,7 +204,13 @@ def test_a_backends_credentials_come_from_secrets_in_its_url_and_headers(tmp_pat
     for path in tmp_path.rglob("*"):
         if path.is_file() and path.name != ".env":
             assert password.encode() not in path.read_bytes() and token.encode() not in path.read_bytes(), path
-    # a secret that is not set: one line, the suite's tests errors (exit 3), as an unreachable backend
+    # a secret that is not set: said by validate where it is written, as a target's or a model's is; at the run
+    # one line, the suite's tests errors (exit 3), as an unreachable backend
+    checked = tamesu(["validate"], cwd=tmp_path, env={"TENANT": "shop-team"})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert re.search(r"warning: tamesu\.yaml:2:\d+: traces\.query\.tempo: secret TRACE_PW is not set \(environment or "
+                     r"\.env\): each test of a suite that asks this backend will be an error", checked.stderr), \
+        checked.stderr
     result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"TENANT": "shop-team"})
     assert result.returncode == 3, result.stdout + result.stderr
     assert "traces.query: secret TRACE_PW is not set (environment or .env)" in result.stdout, result.stdout
