@@ -330,3 +330,24 @@ async def test_a_backends_long_error_is_cut_at_a_word_never_at_a_secrets_head(se
     assert said.startswith(f"traces.query: tempo at {base} answered 500 for {base}/api/traces/") and \
         said.endswith(" x x…"), said
     assert key[:6] not in said, said
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_a_backend_that_refuses_the_credentials_says_where_they_are_set(serve, status: int) -> None:
+    # before: `answered 401 for URL: unauthorized`, with nothing of where tamesu takes a backend's credentials
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from tamesu.telemetry.query import QueryError, TraceQuery
+
+    async def refused(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("unauthorized", status_code=status)
+
+    base = serve(Starlette(routes=[Route("/api/traces/{trace_id}", refused)])).url
+    with pytest.raises(QueryError) as caught:
+        await TraceQuery("tempo", base, 5).check()
+    assert str(caught.value).endswith(f"answered {status} for {base}/api/traces/{'0' * 31}1: unauthorized (check "
+                                      "traces.query's credentials: its headers, or a user:password@ in its URL)"), \
+        str(caught.value)

@@ -108,8 +108,10 @@ class TraceQuery:
         if response.status_code == 404:
             return None
         if response.status_code != 200:
+            hint = " (check traces.query's credentials: its headers, or a user:password@ in its URL)" \
+                if response.status_code in (401, 403) else ""
             raise QueryError(f"traces.query: {self.name} answered {response.status_code} for {shown_url(url)}: "
-                             f"{one_line(response.text, 200)}")
+                             f"{one_line(response.text, 200)}{hint}")
         if len(response.content) > MAX_ANSWER:
             raise QueryError(f"traces.query: {self.name} answered more than {MAX_ANSWER // 2**20} MiB for "
                              f"{shown_url(url)}")
