@@ -6,7 +6,8 @@ export (`POST /v1/traces`, protobuf, what the OpenTelemetry SDK's exporter sends
   the OpenTelemetry-to-Jaeger mapping (opentelemetry-collector-contrib pkg/translator/jaeger): times in
   microseconds, attributes as typed tags, `span.kind` unless internal, `otel.status_code` /
   `otel.status_description` and `error: true`, the parent as the first `CHILD_OF` reference, events as logs
-  with an `event` field; a 404 with `{"data": null, "errors": [{"code": 404, "msg": "trace not found"}]}`.
+  with an `event` field, the instrumentation scope as `otel.scope.name`; a 404 with `{"data": null, "errors":
+  [{"code": 404, "msg": "trace not found"}]}`.
 - `tempo`: OTLP JSON as Tempo marshals it with gogo's jsonpb: `{"batches": [ResourceSpans]}`, base64 ids and
   enum names; a 404 with `trace not found`.
 
@@ -22,7 +23,7 @@ from typing import Any
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from starlette.applications import Starlette
@@ -40,7 +41,11 @@ class TraceBackend:
         self.visible_after = visible_after
         self.hide: Callable[[list[Span]], bool] = lambda spans: False
         self.queries: list[str] = []
-        self._traces: dict[str, list[tuple[Resource, Span]]] = {}
+        self.authorizations: list[str | None] = []
+        """Each query's Authorization header (a URL's `user:password@` is sent as one)."""
+        self.headers: dict[str, list[str]] = {}
+        """Every header of the queries, by name (lowercase)."""
+        self._traces: dict[str, list[tuple[Resource, InstrumentationScope, Span]]] = {}
         self._last: dict[str, float] = {}
 
     async def ingest(self, request: Request) -> Response:
@@ -50,16 +55,19 @@ class TraceBackend:
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
                     trace_id = span.trace_id.hex()
-                    self._traces.setdefault(trace_id, []).append((resource_spans.resource, span))
+                    self._traces.setdefault(trace_id, []).append((resource_spans.resource, scope_spans.scope, span))
                     self._last[trace_id] = time.monotonic()
         return Response(b"", media_type="application/x-protobuf")
 
     async def trace(self, request: Request) -> Response:
         trace_id = request.path_params["trace_id"].lower()
         self.queries.append(trace_id)
+        self.authorizations.append(request.headers.get("authorization"))
+        for name, value in request.headers.items():
+            self.headers.setdefault(name, []).append(value)
         spans = self._traces.get(trace_id)
         early = spans and time.monotonic() - self._last[trace_id] < self.visible_after
-        if not spans or early or self.hide([span for _, span in spans]):
+        if not spans or early or self.hide([span for _, _, span in spans]):
             if self.kind == "jaeger":
                 return JSONResponse({"data": None, "total": 0, "limit": 0, "offset": 0,
                                      "errors": [{"code": 404, "msg": "trace not found"}]}, status_code=404)
@@ -71,12 +79,13 @@ class TraceBackend:
                                  Route("/api/traces/{trace_id}", self.trace, methods=["GET"])])
 
 
-def _tempo(spans: list[tuple[Resource, Span]], shape: str) -> dict[str, Any]:
+def _tempo(spans: list[tuple[Resource, InstrumentationScope, Span]], shape: str) -> dict[str, Any]:
     """`v1`: `{"batches"}` with base64 ids, as gogo's jsonpb writes bytes; `legacy`: the same with OTLP's
     pre-0.15 `instrumentationLibrarySpans`; `v2`: the v2 path's `{"trace": {"resourceSpans"}}` with hex ids."""
     batches: list[dict[str, Any]] = []
-    for resource, span in spans:
-        batch = json_format.MessageToDict(ResourceSpans(resource=resource, scope_spans=[ScopeSpans(spans=[span])]))
+    for resource, scope, span in spans:
+        batch = json_format.MessageToDict(ResourceSpans(resource=resource,
+                                                        scope_spans=[ScopeSpans(scope=scope, spans=[span])]))
         if shape == "legacy":
             batch["instrumentationLibrarySpans"] = [{"instrumentationLibrary": s.get("scope", {}), "spans": s["spans"]}
                                                     for s in batch.pop("scopeSpans")]
@@ -95,10 +104,10 @@ def _hex_ids(value: Any) -> Any:
     return value
 
 
-def _jaeger(trace_id: str, spans: list[tuple[Resource, Span]]) -> dict[str, Any]:
+def _jaeger(trace_id: str, spans: list[tuple[Resource, InstrumentationScope, Span]]) -> dict[str, Any]:
     processes: dict[str, dict[str, Any]] = {}
     converted = []
-    for resource, span in spans:
+    for resource, scope, span in spans:
         resource_tags = [_tag(pair.key, pair.value) for pair in resource.attributes]
         service = next((t["value"] for t in resource_tags if t["key"] == "service.name"), "unknown")
         process_id = next((pid for pid, p in processes.items() if p["tags"] == resource_tags), None)
@@ -106,6 +115,8 @@ def _jaeger(trace_id: str, spans: list[tuple[Resource, Span]]) -> dict[str, Any]
             process_id = f"p{len(processes) + 1}"
             processes[process_id] = {"serviceName": service, "tags": resource_tags}
         tags = [_tag(pair.key, pair.value) for pair in span.attributes]
+        if scope.name:  # the translator's scope tags
+            tags.append({"key": "otel.scope.name", "type": "string", "value": scope.name})
         if span.kind in _KINDS:
             tags.append({"key": "span.kind", "type": "string", "value": _KINDS[span.kind]})
         if span.status.code == 1:

@@ -6,7 +6,9 @@ has late is asked for again within `wait`; one it never has is said; an unreacha
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,6 +159,82 @@ def test_a_trace_the_backend_never_has_is_said(tmp_path: Path, tamesu, stack) ->
     assert backend.queries.count(second) >= 3  # asked again until wait ran out
 
 
+@pytest.mark.parametrize("stack", [{"kind": "jaeger"}], indirect=True)
+def test_a_password_in_the_backends_url_is_sent_and_never_shown(tmp_path: Path, tamesu, stack) -> None:
+    # before: `jaeger at http://reader:PASSWORD@127.0.0.1:...` in every line that named the backend, on the
+    # console, in the trace_not_found event of result.json, run.json's warnings and the store
+    backend, _agent, backend_url, url = stack
+    password = "pw-7Hq2-kept-out"
+    with_credentials = backend_url.replace("http://", f"http://reader:{password}@")
+    project(tmp_path, f"{{ query: {{ jaeger: '{with_credentials}' }}, wait: 1s }}", url)
+    backend.hide = lambda spans: any(a.value.string_value == "thanks" for s in spans for a in s.attributes)
+    result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr
+    said = result.stdout + result.stderr
+    shown = backend_url.replace("http://", "http://***@")
+    assert f"were not found in jaeger at {shown} within traces.wait" in said, said
+    assert password not in said
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.name != "tamesu.yaml":
+            assert password.encode() not in path.read_bytes(), path
+    detail, _spans, _ = run_files(tmp_path)
+    assert next(e for e in detail["events"] if e["name"] == "trace_not_found")["data"]["source"] == \
+        f"jaeger at {shown}"
+    # the credentials still go where they are meant to: as the backend's basic auth
+    token = base64.b64encode(f"reader:{password}".encode()).decode()
+    assert backend.authorizations and set(backend.authorizations) == {f"Basic {token}"}
+
+
+@pytest.mark.parametrize("stack", [{"kind": "tempo"}], indirect=True)
+def test_a_backends_credentials_come_from_secrets_in_its_url_and_headers(tmp_path: Path, tamesu, stack) -> None:
+    # before: `{{secrets.X}}` in the URL passed validate and went out as the literal text (the backend saw
+    # `Basic base64("reader:{{secrets.TRACE_PW}}")`), and no header could be given (a token, a tenant)
+    backend, _agent, backend_url, url = stack
+    password, token = "pw-51xQ-from-env", "tok-9Lm3-from-dotenv"
+    (tmp_path / ".env").write_text(f"TRACE_TOKEN={token}\n")
+    with_credentials = backend_url.replace("http://", "http://reader:{{secrets.TRACE_PW}}@")
+    project(tmp_path, f"{{ query: {{ tempo: '{with_credentials}', headers: {{ x-scope-orgid: '{{{{env.TENANT}}}}', "
+                      f"x-token: 'Bearer {{{{secrets.TRACE_TOKEN}}}}' }} }}, wait: 300ms }}", url)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"TRACE_PW": password, "TENANT": "shop-team"})
+    assert result.returncode == 1, result.stdout + result.stderr  # only "tool on turn 2" fails: the spans came
+    assert backend.authorizations and set(backend.authorizations) == {
+        "Basic " + base64.b64encode(f"reader:{password}".encode()).decode()}
+    assert set(backend.headers["x-token"]) == {f"Bearer {token}"} and set(backend.headers["x-scope-orgid"]) == \
+        {"shop-team"}
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.name != ".env":
+            assert password.encode() not in path.read_bytes() and token.encode() not in path.read_bytes(), path
+    # a secret that is not set: said by validate where it is written, as a target's or a model's is; at the run
+    # one line, the suite's tests errors (exit 3), as an unreachable backend
+    checked = tamesu(["validate"], cwd=tmp_path, env={"TENANT": "shop-team"})
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert re.search(r"warning: tamesu\.yaml:2:\d+: traces\.query\.tempo: secret TRACE_PW is not set \(environment or "
+                     r"\.env\): each test of a suite that asks this backend will be an error", checked.stderr), \
+        checked.stderr
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"TENANT": "shop-team"})
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "traces.query: secret TRACE_PW is not set (environment or .env)" in result.stdout, result.stdout
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("stack", [{"kind": "jaeger"}, {"kind": "tempo"}], indirect=True, ids=["jaeger", "tempo"])
+def test_tamesus_own_spans_in_the_backend_are_not_the_agents(tmp_path: Path, tamesu, stack) -> None:
+    # tamesu exports its own spans where the agent does (trace-context.md: its `tamesu.turn` is the parent of the
+    # agent's); before, the backend's trace held it and it was counted as the agent's span
+    backend, _agent, backend_url, url = stack
+    project(tmp_path, f"{{ query: {{ {backend.kind}: '{backend_url}' }}, wait: 1s }}", url, """\
+    assert:
+      - { name: only the agent's, span: { name: 'tamesu\\..*', count: { equals: 0 } } }
+      - { name: all of them, metric: { name: trace_spans_total, equals: 5 } }
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path,
+                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": backend_url, "OTEL_BSP_SCHEDULE_DELAY": "20"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    _detail, spans, _ = run_files(tmp_path)
+    assert {s["service"] for s in spans["spans"]} == {"traced-agent"}
+    assert any(span.name == "tamesu.turn" for kept in backend._traces.values() for _, _, span in kept)
+
+
 def test_an_unreachable_backend_is_one_line_and_exit_3(tmp_path: Path, tamesu, serve) -> None:
     agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}")
     url = serve(agent.app()).url
@@ -203,6 +281,9 @@ def test_a_backend_that_is_neither_is_exit_3(tmp_path: Path, tamesu, serve) -> N
     ("{ query: { zipkin: 'http://a' } }", "zipkin"),
     ("{ receive: '127.0.0.1:0', query: { tempo: 'http://a' } }", "receive or query, not both"),
     ("{ wait: 1s }", "name where spans come from"),
+    ("{ query: { jaeger: 'http://{{vars.host}}:16686' } }", "only {{env.NAME}} and {{secrets.NAME}}"),
+    ("{ query: { jaeger: 'http://a', headers: { authorization: 'Bearer {{captured.token}}' } } }",
+     "only {{env.NAME}} and {{secrets.NAME}}"),
 ])
 def test_bad_query_keys_are_one_line(tmp_path: Path, tamesu, traces: str, problem: str) -> None:
     (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntraces: {traces}\n")
@@ -249,3 +330,24 @@ async def test_a_backends_long_error_is_cut_at_a_word_never_at_a_secrets_head(se
     assert said.startswith(f"traces.query: tempo at {base} answered 500 for {base}/api/traces/") and \
         said.endswith(" x x…"), said
     assert key[:6] not in said, said
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_a_backend_that_refuses_the_credentials_says_where_they_are_set(serve, status: int) -> None:
+    # before: `answered 401 for URL: unauthorized`, with nothing of where tamesu takes a backend's credentials
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from tamesu.telemetry.query import QueryError, TraceQuery
+
+    async def refused(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("unauthorized", status_code=status)
+
+    base = serve(Starlette(routes=[Route("/api/traces/{trace_id}", refused)])).url
+    with pytest.raises(QueryError) as caught:
+        await TraceQuery("tempo", base, 5).check()
+    assert str(caught.value).endswith(f"answered {status} for {base}/api/traces/{'0' * 31}1: unauthorized (check "
+                                      "traces.query's credentials: its headers, or a user:password@ in its URL)"), \
+        str(caught.value)

@@ -106,6 +106,28 @@ def test_the_agents_spans_come_back_matched_to_their_turns(tmp_path: Path, tames
     assert detail["metrics"]["trace_spans_total"] == 5
 
 
+def test_tamesus_own_spans_exported_to_its_receiver_are_not_the_agents(tmp_path: Path, tamesu, serve, agents,
+                                                                      receive) -> None:
+    # one OTEL_EXPORTER_OTLP_ENDPOINT for the agent and for tamesu (a CI job's environment): tamesu's own export
+    # reaches its receiver too. Before: its `tamesu.turn` span, of the turn's trace, was taken for the agent's (a
+    # `span` count one over, trace_spans too, the run failed as the agent's fault)
+    _agent, url = start(serve, agents, receive)
+    project(tmp_path, receive, url, TWO_TURNS + """\
+    assert:
+      - { name: only the agent's, span: { name: 'tamesu\\..*', count: { equals: 0 } } }
+      - { name: all of them, metric: { name: trace_spans_total, equals: 5 } }
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path,
+                    env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{receive}", "OTEL_BSP_SCHEDULE_DELAY": "20"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    _detail, spans = run_files(tmp_path, "order")
+    assert {s["service"] for s in spans["spans"]} == {"traced-agent"}
+    assert spans["received"] == 5 and spans["other_spans"] == 0
+    # tamesu's own export stopped once its spans could only reach its receiver: none retried, with the SDK's
+    # warnings, for seconds after the run against the receiver it had stopped
+    assert "Failed to export" not in result.stderr and "Transient error" not in result.stderr, result.stderr
+
+
 def test_spans_of_two_agents_in_one_trace_are_told_apart_by_service(tmp_path: Path, tamesu, serve, agents,
                                                                      receive) -> None:
     # an orchestrator that calls a sub-agent with the turn's trace: both export to the receiver, each with its own

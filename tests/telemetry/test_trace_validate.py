@@ -4,6 +4,7 @@ that no `traces:` receives (a warning at its file:line:col)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -205,3 +206,45 @@ tests:
         assert done.stderr.splitlines()[0] == (
             "tamesu.yaml:2:20: traces.receive: expected host:port, got the URL 'http://127.0.0.1:4318': give "
             "host:port only ('127.0.0.1:4318')"), done.stderr
+
+
+def test_a_judge_that_reads_no_trace_is_the_suites_error_and_every_check_is_said(tmp_path: Path, tamesu,
+                                                                                  serve) -> None:
+    # before: the judge's "no spans" was a model's error, so the run was the environment's (exit 3, where a `span`
+    # check's same problem is the suite's, exit 2) and `retries` ran the conversation again for nothing; the
+    # console left the `span` check's line out, taking it for the error's echo (its words end the judge's)
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    asked: list[str] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        asked.append((await request.json())["message"])
+        return JSONResponse({"text": "hi"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\nmodels: { judge: { provider: fake, rules: [] } }\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: '{url}/chat' }}
+tests:
+  - name: one
+    target: bot
+    retries: 2
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert:
+      - {{ name: traced, judge: {{ rubric: "looked it up", trace: true }} }}
+      - {{ name: tools, span: {{ name: 'execute_tool .*' }} }}
+""")
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert asked == ["hi"]  # the suite's own mistake comes out the same again: not retried
+    detail = json.loads(next((tmp_path / "out").glob("*/suite/one/run-1/result.json")).read_text())
+    assert detail["status"] == "error" and detail["fault"] == "suite", detail
+    assert detail["error"] == ("traced: judge: trace: true, but no spans: the suite receives none (set traces.receive "
+                               "in tamesu.yaml or the suite)")
+    said = result.stdout
+    assert "! traced: judge: trace: true, but no spans" in said, said
+    assert "✗ tools: not decided: no spans: the suite receives none" in said, said

@@ -330,3 +330,19 @@ tests:
     assert [c["header"] for c in http] == [c["meta"] for c in http]
     assert _trace_ids([c["meta"] for c in http]) == _turn_traces(run_dir, "suite", "over-http")
     assert _linked(run_dir, over_stdio)
+
+
+@pytest.mark.parametrize(("trace_url", "problem"), [
+    ("http://localhost:16686/trace/{{trace_id}}", "write {trace_id}, in single braces"),
+    ("http://localhost:16686/search", "no {trace_id} in it"),
+    ("localhost:16686/trace/{trace_id}", "must start with http:// or https://"),
+])
+def test_a_trace_url_that_links_no_trace_is_one_line(tmp_path: Path, tamesu, trace_url: str, problem: str) -> None:
+    # before: each passed validate; `{{trace_id}}` (the templates' braces everywhere else) linked every turn to
+    # `/trace/{7c76...}`, one without `{trace_id}` every turn to the same page
+    (tmp_path / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\ntrace_url: '{trace_url}'\n")
+    (tmp_path / "suite.yaml").write_text("targets: {}\ntests: []\n")
+    result = tamesu(["validate"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    said = [line for line in (result.stdout + result.stderr).splitlines() if "trace_url" in line]
+    assert said and said[0].startswith("tamesu.yaml:2:") and problem in said[0], said

@@ -12,7 +12,7 @@ from tamesu.checks._quote import quote, their_line
 from tamesu.checks._unheard import unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.span import NO_TRACES
-from tamesu.errors import InfraError
+from tamesu.errors import InfraError, SuiteProblem
 from tamesu.models.base import ModelError
 from tamesu.plugins import register
 from tamesu.roles.evidence import said_quotes
@@ -72,7 +72,9 @@ def judge_metrics(metrics: Mapping[str, float], timings: bool) -> dict[str, floa
 
 def _trace(run: RunView) -> str:
     if run.spans is None:
-        raise ModelError(NO_TRACES.replace("no spans", "judge: trace: true, but no spans"))
+        # the suite's asking (as a `span` check's), not a model that failed: the run is not the environment's, and
+        # `retries` would make the conversation again to the same end
+        raise SuiteProblem(NO_TRACES.replace("no spans", "judge: trace: true, but no spans"))
     said = genai.summary(run.spans) or "(no spans)"
     missing = unheard(run)
     # the judge reads what came, told what did not: "no tool called" is not the agent's when its trace is lost

@@ -103,7 +103,7 @@ class Runner:
         """Why the run folder could not take a result (full disk, read-only): the run stops, exit 3."""
         self.run_dir: Path | None = None
         """Set as soon as the run's directory exists (an interrupted run is found there)."""
-        self.receivers = Receivers()
+        self.receivers = Receivers(plan.secrets)
         """`traces:`: the OTLP receivers the suites name, for the whole invocation."""
 
     async def run(self) -> Outcome:

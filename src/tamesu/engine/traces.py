@@ -11,8 +11,9 @@ when the invocation ends. tamesu's own span export, if any, was set up before an
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,7 @@ from tamesu.errors import TemplateError
 from tamesu.results.records import AssertionResult
 from tamesu.suite.schema import TraceQuerySpec, TracesSpec
 from tamesu.suite.templates import Context
-from tamesu.telemetry import genai
+from tamesu.telemetry import genai, otel
 from tamesu.telemetry.collector import QUIET_PART, RunSpans, SpanCollector
 from tamesu.telemetry.query import QueryError, TraceQuery
 from tamesu.telemetry.spans import SpansFile
@@ -57,11 +58,13 @@ class SuiteTraces:
 
 
 class Receivers:
-    def __init__(self) -> None:
+    def __init__(self, secrets: Callable[[str], str] | None = None) -> None:
+        """`secrets`: what fills in `{{secrets.NAME}}` in `traces.query` (the plan's, which masks what it gives)."""
+        self._secrets = secrets
         self.collector = SpanCollector()
         self._receivers: dict[str, Receiver] = {}
         self._saved: dict[str, str | None] | None = None
-        self._queries: dict[tuple[str, str, float], TraceQuery] = {}
+        self._queries: dict[tuple[str, str, float, tuple[tuple[str, str], ...]], TraceQuery] = {}
 
     async def for_suite(self, spec: TracesSpec | None) -> SuiteTraces | None:
         if spec is None:
@@ -77,6 +80,11 @@ class Receivers:
 
             receiver = await Receiver(addr, self.collector).start()
             self._receivers[addr] = receiver
+            if otel.active().exports_to(receiver.endpoint):
+                # tamesu's own spans would reach only this receiver, which leaves them out (not the agent's):
+                # what is batched goes now, and no more, so none is retried for seconds, with the SDK's warnings,
+                # against a receiver stopped at the end (in a thread: the receiver answers on this loop)
+                await asyncio.to_thread(otel.stop)
         if self._saved is None:
             self._saved = {name: os.environ.get(name) for name in _VARIABLES}
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
@@ -92,10 +100,16 @@ class Receivers:
 
     async def _query(self, spec: TraceQuerySpec) -> TraceQuery:
         """The backend, checked once an invocation: an unreachable one stops the run before any test (exit 3)."""
-        kind, url = spec.backend
-        key = (kind, url, spec.timeout)
+        kind, written = spec.backend
+        context = Context(env=dict(os.environ), **({"secrets": self._secrets} if self._secrets else {}))
+        try:
+            url = context.render_text(written)
+            headers = {name: context.render_text(value) for name, value in spec.headers.items()}
+        except TemplateError as exc:
+            raise QueryError(f"traces.query: {exc}") from None
+        key = (kind, url, spec.timeout, tuple(sorted(headers.items())))
         if key not in self._queries:
-            query = TraceQuery(kind, url, spec.timeout)
+            query = TraceQuery(kind, url, spec.timeout, headers)
             await query.check()
             self._queries[key] = query
         return self._queries[key]

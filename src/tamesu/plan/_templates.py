@@ -337,21 +337,27 @@ def check_hook_templates(hooks: object, doc: Document, variables: set[str], test
 
 def model_secret_warnings(doc: Document, secrets: Secrets) -> list[Problem]:
     """A `models:` entry's secret or environment variable that is not set (an `api_key`, a header): a warning,
-    since a model no test of this run calls needs no key, where a target's missing secret fails every test."""
-    models = doc.data.get("models") if isinstance(doc.data, dict) else None
+    since a model no test of this run calls needs no key, where a target's missing secret fails every test.
+    `traces.query`'s (its URL's password, a token header) alike: filled in when a suite that asks it runs."""
+    return [*_unset(doc, secrets, ("models",), "a test that calls this model will be an error"),
+            *_unset(doc, secrets, ("traces", "query"), "each test of a suite that asks this backend will be an error")]
+
+
+def _unset(doc: Document, secrets: Secrets, keys: tuple[str, ...], then: str) -> list[Problem]:
+    block: object = doc.data
+    for key in keys:
+        block = block.get(key) if isinstance(block, dict) else None
     said: list[Problem] = []
-    if not isinstance(models, dict) or not may_hold(models, "{{"):
+    if not isinstance(block, dict) or not may_hold(block, "{{"):
         return said
-    for path, text in walk_strings(models):
+    for path, text in walk_strings(block):
         for expr, problem in references(text):
             if problem:
-                continue  # the models' own check says it
+                continue  # the block's own check says it
             if (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
-                said.append(doc.problem(("models", *path), f"environment variable {m.group(1)} is not set: a "
-                                                           "test that calls this model will be an error"))
+                said.append(doc.problem((*keys, *path), f"environment variable {m.group(1)} is not set: {then}"))
             elif (m := _SECRET_REF.match(expr)) and not secrets.has(m.group(1)):
-                said.append(doc.problem(("models", *path), f"{secrets.unset(m.group(1))}: a test that calls "
-                                                           "this model will be an error"))
+                said.append(doc.problem((*keys, *path), f"{secrets.unset(m.group(1))}: {then}"))
     return said
 
 

@@ -24,7 +24,9 @@ def echoed_failure(error: str | None, failures: Sequence[AssertionResult]) -> As
     error, where the run's problems are listed."""
     for failure in failures:
         undecided = (failure.reason or "").removeprefix("not decided: ")
-        if error and undecided and undecided != failure.reason and error.endswith(undecided):
+        # the error is the check's words alone or after its name (engine.grading): a check whose words only end
+        # another's error (`no spans: ...` ending `judge: trace: true, but no spans: ...`) is not its echo
+        if error and undecided and undecided != failure.reason and error in (undecided, f"{failure.name}: {undecided}"):
             return failure
     return None
 

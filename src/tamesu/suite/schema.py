@@ -22,7 +22,7 @@ from tamesu.suite.hooks_spec import HookSpec, HooksSpec, HttpRequestSpec
 from tamesu.suite.load_spec import LoadSpec
 from tamesu.suite.patterns import Pattern
 from tamesu.suite.remote_agents import RemoteAgentSpec
-from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec
+from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec, checked_trace_url
 from tamesu.types import Duration, Finite, HomePath, StoreSetting, Strict, parse_duration
 
 __all__ = ["Duration", "HookSpec", "HooksSpec", "HttpRequestSpec", "Strict", "TraceQuerySpec", "TracesSpec",
@@ -480,5 +480,10 @@ class ProjectSpec(FileTop):
     """Receive the agent's spans (OTLP/HTTP) for every suite that does not say otherwise."""
     trace_url: str | None = None
     """A link to the agent's own trace of a turn, such as `http://localhost:16686/trace/{trace_id}`."""
+
+    @field_validator("trace_url")
+    @classmethod
+    def _trace_url(cls, value: str | None) -> str | None:
+        return checked_trace_url(value)
     yao_errors: bool = False
     """JSONL cases (`tamesu test`) follow the agent test design's error classes, as `--yao-errors` asks."""

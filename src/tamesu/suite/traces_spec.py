@@ -10,6 +10,17 @@ from tamesu.suite.templates import references
 from tamesu.types import Duration, Strict, split_addr
 
 
+def _env_or_secrets(text: str) -> str:
+    """`text` when its templates are only those filled in as the run starts: the environment and the secrets."""
+    for expr, problem in references(text):
+        if problem:
+            raise ValueError(problem)
+        if not expr.startswith(("env.", "secrets.")):
+            raise ValueError(f"only {{{{env.NAME}}}} and {{{{secrets.NAME}}}} templates are filled in here, not "
+                             f"{{{{{expr}}}}}")
+    return text
+
+
 class TraceQuerySpec(Strict):
     """`traces.query`: the tracing backend the agent already exports to, asked for each turn's trace."""
 
@@ -19,6 +30,22 @@ class TraceQuerySpec(Strict):
     """Tempo's HTTP API (`http://host:3200`): `GET /api/traces/{traceId}`, OTLP JSON."""
     timeout: Duration = Field(5.0, gt=0)
     """How long one request to the backend may take; a backend that does not answer is an error (exit 3)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Sent with every request to the backend: a token (`authorization: "Bearer {{secrets.TEMPO_TOKEN}}"`), a
+    tenant (`x-scope-orgid`). The URL and these take `{{env.NAME}}` and `{{secrets.NAME}}`, filled in when the
+    run starts; a URL's `user:password@` is sent as basic auth. Neither is ever shown."""
+
+    @field_validator("jaeger", "tempo")
+    @classmethod
+    def _url_templates(cls, value: str | None) -> str | None:
+        return None if value is None else _env_or_secrets(value)
+
+    @field_validator("headers")
+    @classmethod
+    def _header_templates(cls, value: dict[str, str]) -> dict[str, str]:
+        for text in value.values():
+            _env_or_secrets(text)
+        return value
 
     @model_validator(mode="after")
     def _one_backend(self) -> TraceQuerySpec:
@@ -75,3 +102,18 @@ class TracesSpec(Strict):
             if not expr.startswith("env."):
                 raise ValueError(f"only {{{{env.NAME}}}} templates are filled in here, not {{{{{expr}}}}}")
         return value
+
+
+def checked_trace_url(value: str | None) -> str | None:
+    """tamesu.yaml's `trace_url` when it links each turn to its own trace: `{trace_id}` filled in (not a template)."""
+    if value is None:
+        return None
+    if "{{trace_id}}" in value.replace(" ", ""):
+        raise ValueError("write {trace_id}, in single braces, where the trace id goes: it is no template, and "
+                         "{{trace_id}} links to {ID}")
+    if "{trace_id}" not in value:
+        raise ValueError("no {trace_id} in it: every turn would link to the same page; write it where the id "
+                         "goes (http://localhost:16686/trace/{trace_id})")
+    if not re.match(r"^https?://[^/\s{]+", value):
+        raise ValueError(f"a link must start with http:// or https:// and a host, got {value[:80]!r}")
+    return value

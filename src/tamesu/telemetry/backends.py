@@ -20,6 +20,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tamesu.telemetry.spans import BadExport, Span, SpanEvent, SpanStatus, spans_of
+from tamesu.telemetry.traceparent import OWN_SCOPE
 from tamesu.types import JSONObject, JSONValue, json_list, json_object
 
 _ID_FIELDS = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
@@ -79,9 +80,16 @@ def jaeger_spans(document: JSONValue) -> list[Span]:
             continue
         processes = json_object(trace.get("processes"))
         for raw in json_list(trace.get("spans")):
-            if isinstance(raw, dict):
+            if isinstance(raw, dict) and not _own(raw):
                 spans.append(_jaeger_span(raw, processes))
     return spans
+
+
+def _own(raw: JSONObject) -> bool:
+    """A span of tamesu's own (exported to the backend the agent exports to): the translator writes its scope as a
+    tag, `otel.scope.name` (`otel.library.name` before OpenTelemetry renamed it)."""
+    return any(isinstance(pair, dict) and pair.get("key") in ("otel.scope.name", "otel.library.name")
+               and pair.get("value") == OWN_SCOPE for pair in json_list(raw.get("tags")))
 
 
 def _jaeger_span(raw: JSONObject, processes: JSONObject) -> Span:

@@ -13,8 +13,10 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
-from tamesu.telemetry.traceparent import TraceContext
+from tamesu.telemetry.traceparent import OWN_SCOPE, TraceContext
+from tamesu.types import is_loopback
 
 if TYPE_CHECKING:  # OpenTelemetry is the otel extra: imported only when export is on
     from opentelemetry.sdk.trace import TracerProvider
@@ -27,9 +29,24 @@ _ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES
 class Telemetry:
     """Spans through one tracer, or nothing at all (the default)."""
 
-    def __init__(self, tracer: Tracer | None = None, provider: TracerProvider | None = None) -> None:
+    def __init__(self, tracer: Tracer | None = None, provider: TracerProvider | None = None,
+                 endpoint: str | None = None) -> None:
         self._tracer = tracer
         self._provider = provider
+        self.endpoint = endpoint
+        """Where the spans go (the traces URL the exporter posts to); None: nowhere."""
+
+    def exports_to(self, url: str) -> bool:
+        """Whether the spans go to the server at `url` (a receiver of tamesu's: `http://127.0.0.1:4318`)."""
+        if self._tracer is None or not self.endpoint:
+            return False
+        try:
+            mine, theirs = urlsplit(self.endpoint), urlsplit(url)
+            same_port = mine.port == theirs.port
+        except ValueError:
+            return False
+        here = is_loopback(mine.hostname or "") and is_loopback(theirs.hostname or "")
+        return same_port and (mine.hostname == theirs.hostname or here)
 
     @property
     def enabled(self) -> bool:
@@ -123,7 +140,10 @@ def start(service_version: str) -> Telemetry:
                                 "service.version": service_version})
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(timeout=5)))
-    _active = Telemetry(provider.get_tracer("tamesu", service_version), provider)
+    # where the SDK's exporter sends, as it reads the variables (the signal's own wins, taken whole)
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or \
+        f"{os.environ.get('OTEL_EXPORTER_OTLP_ENDPOINT', '').rstrip('/')}/v1/traces"
+    _active = Telemetry(provider.get_tracer(OWN_SCOPE, service_version), provider, endpoint)
     return _active
 
 

@@ -19,6 +19,7 @@ import httpx
 from tamesu.errors import InfraError
 from tamesu.matching import one_line
 from tamesu.net.clients import async_client, os_reason
+from tamesu.net.urls import shown_url
 from tamesu.telemetry.backends import jaeger_spans, tempo_spans
 from tamesu.telemetry.spans import BadExport, Span
 
@@ -44,14 +45,18 @@ class Fetched:
 
 
 class TraceQuery:
-    def __init__(self, kind: str, base_url: str, timeout: float) -> None:
+    def __init__(self, kind: str, base_url: str, timeout: float, headers: dict[str, str] | None = None) -> None:
         self.kind = kind
         self.base_url = base_url
         self.timeout = timeout
+        self.headers = {"accept": "application/json", **(headers or {})}
+        """`traces.query.headers`, their templates filled in: a token, a tenant."""
 
     @property
     def name(self) -> str:
-        return f"{self.kind} at {self.base_url}"
+        # a `user:password@` in the URL is sent as the backend's basic auth, never said: this name is in every
+        # line, event and warning about the backend
+        return f"{self.kind} at {shown_url(self.base_url)}"
 
     def url(self, trace_id: str) -> str:
         return f"{self.base_url}/api/traces/{trace_id}"
@@ -95,7 +100,7 @@ class TraceQuery:
         """The trace's spans; None while the backend does not have it."""
         url = self.url(trace_id)
         try:
-            response = await client.get(url, headers={"accept": "application/json"})
+            response = await client.get(url, headers=self.headers)
         except httpx.TimeoutException:
             raise QueryError(f"traces.query: {self.name} did not answer within {self.timeout:g}s") from None
         except httpx.HTTPError as exc:
@@ -103,13 +108,16 @@ class TraceQuery:
         if response.status_code == 404:
             return None
         if response.status_code != 200:
-            raise QueryError(f"traces.query: {self.name} answered {response.status_code} for {url}: "
-                             f"{one_line(response.text, 200)}")
+            hint = " (check traces.query's credentials: its headers, or a user:password@ in its URL)" \
+                if response.status_code in (401, 403) else ""
+            raise QueryError(f"traces.query: {self.name} answered {response.status_code} for {shown_url(url)}: "
+                             f"{one_line(response.text, 200)}{hint}")
         if len(response.content) > MAX_ANSWER:
-            raise QueryError(f"traces.query: {self.name} answered more than {MAX_ANSWER // 2**20} MiB for {url}")
+            raise QueryError(f"traces.query: {self.name} answered more than {MAX_ANSWER // 2**20} MiB for "
+                             f"{shown_url(url)}")
         try:
             document = json.loads(response.content)
             return (jaeger_spans if self.kind == "jaeger" else tempo_spans)(document)
         except (ValueError, BadExport) as exc:
-            raise QueryError(f"traces.query: {self.name} answered what is no {self.kind} trace for {url}: "
+            raise QueryError(f"traces.query: {self.name} answered what is no {self.kind} trace for {shown_url(url)}: "
                              f"{str(exc)[:200]}") from None

@@ -18,6 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from pydantic import BaseModel, Field
 
+from tamesu.telemetry.traceparent import OWN_SCOPE
 from tamesu.types import JSONValue
 
 SCHEMA_VERSION = 1
@@ -235,6 +236,10 @@ def spans_of(request: ExportTraceServiceRequest, cut: list[int] | None = None) -
         resource = attributes(resource_spans.resource.attributes)
         service = resource.get("service.name")
         for scope_spans in resource_spans.scope_spans:
+            if scope_spans.scope.name == OWN_SCOPE:
+                # tamesu's own (one OTEL_EXPORTER_OTLP_ENDPOINT for it and the agent): its `tamesu.turn` is of the
+                # turn's trace, and was counted as the agent's span
+                continue
             for span in scope_spans.spans:
                 if len(span.trace_id) != 16 or len(span.span_id) != 8:
                     continue  # no W3C ids: it can match no turn

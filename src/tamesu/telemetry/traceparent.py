@@ -27,6 +27,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+OWN_SCOPE = "tamesu"
+"""The instrumentation scope of tamesu's own spans (`telemetry.otel`): where they reach what reads the agent's
+(its receiver, a backend both export to), they are not the agent's."""
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 
 
