@@ -229,6 +229,7 @@ tests:
       - metric: { name: twilio_marks, gte: 1 }
       - metric: { name: model_calls, equals: 1 }
       - metric: { name: voice_clears, lte: 3, missing: pass }
+      - metric: { name: model_calls_max, lte: 3 }
   - name: another protocol's counters
     target: api
     scenario: { script: [ { say: "hello" } ] }
@@ -260,11 +261,13 @@ def test_a_counter_only_other_target_types_measure_is_warned_naming_them_and_an_
         "not by model target shop: every run of the test is an error",
         "warning: s.tamesu.yaml:14:17: tests[0].assert[1].metric: twilio_marks is measured only by the twilio target, "
         "not by model target shop: every run of the test is an error",
-        "warning: s.tamesu.yaml:21:17: tests[1].assert[0].metric: a2a_tasks is measured only by the a2a target, not "
+        "warning: s.tamesu.yaml:17:17: tests[0].assert[4].metric: model_calls_max is measured by no run: model_calls "
+        "is one number, it takes no _max: every run of the test is an error",
+        "warning: s.tamesu.yaml:22:17: tests[1].assert[0].metric: a2a_tasks is measured only by the a2a target, not "
         "by rest target api: every run of the test is an error",
-        "warning: s.tamesu.yaml:22:17: tests[1].assert[1].metric: voice_marks is measured only by the voice target, "
+        "warning: s.tamesu.yaml:23:17: tests[1].assert[1].metric: voice_marks is measured only by the voice target, "
         "not by rest target api: every run of the test is an error",
-        "warning: s.tamesu.yaml:27:17: tests[2].assert[0].metric: voice_messages is measured only by the voice "
+        "warning: s.tamesu.yaml:28:17: tests[2].assert[0].metric: voice_messages is measured only by the voice "
         "target, not by pipecat target bot: every run of the test is an error",
     ], done.stderr
     ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--filter", "counters of a call"], cwd=tmp_path)
@@ -274,4 +277,4 @@ def test_a_counter_only_other_target_types_measure_is_warned_naming_them_and_an_
     assert (result["status"], result["fault"]) == ("error", "suite"), result
     assert result["error"] == "metric: voice_clears is measured only by the voice target, not by model target shop"
     assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
-        ("metric", False), ("metric", False), ("metric", True), ("metric", True)]
+        ("metric", False), ("metric", False), ("metric", True), ("metric", True), ("metric", False)]

@@ -43,8 +43,9 @@ def test_a_misspelt_slo_is_said_where_written(tmp_path: Path) -> None:
 
 def test_a_metric_another_target_type_measures_still_passes_a_test_that_does_not(tmp_path: Path) -> None:
     # as Concepts says: an audio SLO on a text test passes it (the end-of-run warning says none measured it)
+    # (model_calls_max was here: a statistic of a count, which no run measures, so it passed every test unchecked)
     code, said = _validate(tmp_path, "time_to_first_audio_ms_p95: 1500, rest_requests: 3, llm_time_ms_total: 9, "
-                                     "model_calls_max: 2")
+                                     "model_calls: 2")
     assert code == 0, said
 
 
@@ -148,6 +149,11 @@ def test_what_a_distribution_takes_is_said_only_of_a_statistic_written_of_one(tm
     assert first("greting_ms_p95: 3") == "did you mean greeting_ms? (greeting_ms is one number: it takes no _p95)"
     assert first("llm_time_m_p95: 3") == "did you mean llm_time_ms_p95? (a distribution takes _pNN, _max, _min, _mean)"
     assert first("ttft_p95: 3").endswith("(docs/traces.md) (a distribution takes _pNN, _max, _min, _mean)")
+    # a statistic of one number is measured by no run (`engine.metrics`): it validated ok and passed every test
+    assert first("voice_clears_max: 3") == "did you mean voice_clears? (voice_clears is one number: it takes no _max)"
+    assert first("turns_p95: 3") == "did you mean turns? (turns is one number: it takes no _p95)"
+    code, said = _validate(tmp_path, "turn_latency_ms_p90: 9, llm_time_ms_mean: 9, loop_lag_ms_max: 9", target="call")
+    assert code == 0, said
 
 
 def test_a_problem_past_its_bound_is_cut_at_a_word_saying_the_bound() -> None:

@@ -13,7 +13,7 @@ from tamesu.checks import Assertion
 from tamesu.checks.base import Check
 from tamesu.checks.metric import Metric
 from tamesu.errors import Problem
-from tamesu.plan._slo_names import RUN_METRICS, base_of, measurable, measured_by, need_of
+from tamesu.plan._slo_names import RUN_METRICS, base_of, measurable, measured_by, need_of, one_number
 from tamesu.targets.base import TargetSpec
 
 if TYPE_CHECKING:
@@ -53,6 +53,9 @@ def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] 
         if check.spec.missing == "pass":
             return None
         metric = check.spec.name
+        if metric != base_of(metric) and one_number(base_of(metric)):  # `turns_p95`: no run has a statistic of it
+            return f"{metric} is measured by no run: {base_of(metric)} is one number, it takes no " \
+                   f"{metric.removeprefix(base_of(metric))}"
         need = _metric_need(metric, target)
         said = {k: v.replace("{metric}", metric) for k, v in _MEASURED.items()}
         # the browser target declares goal_steps (so `need` is None for it): whether the test takes a goal step

@@ -69,8 +69,21 @@ def _elsewhere() -> frozenset[str]:
 
 
 def measurable(name: str, known: frozenset[str]) -> bool:
+    """Whether a run that measures `known` measures `name`: one of them, or a statistic of a distribution among them
+    (`engine.metrics.Metrics`: a statistic of a number measured once, `turns_p95`, is measured by no run)."""
+    if name in known:
+        return True
     match = _SUFFIX.match(name)
-    return name in known or (match is not None and match.group("base") in known)
+    return match is not None and match.group("base") in known and not one_number(match.group("base"))
+
+
+def one_number(metric: str) -> bool:
+    """Whether a built-in target type, or every run, records `metric` as one number, not per turn. A plug-in's own
+    metric is not known to be: a statistic of it is left to the run. Asked beyond the run's and the audio calls'
+    metrics only of a statistic written of a name that is no distribution (it imports every built-in type)."""
+    if metric in DISTRIBUTIONS:
+        return False
+    return metric in RUN_METRICS or metric in measured.SPOKEN or metric in _elsewhere()
 
 
 def base_of(name: str) -> str:
