@@ -198,3 +198,39 @@ def test_a_run_folder_that_cannot_be_made_is_one_line_per_item(tmp_path: Path) -
     assert "tamesu: cannot write the run folder in " in result.stdout, result.stdout
     assert "Traceback" not in result.stdout and "asyncio" not in result.stdout, result.stdout
     assert len(result.stdout.splitlines()) < 20, result.stdout
+
+
+def test_a_turn_the_timeout_cut_short_says_it_got_no_answer(tmp_path: Path) -> None:
+    # before: the transcript under the failure ended "  user: be slow", as if the agent were still to answer;
+    # the console, transcript.json, the HTML page and JUnit say "(no answer: why)"
+    import asyncio
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request: Request) -> JSONResponse:
+        message = str((await request.json()).get("message", ""))
+        if "slow" in message:
+            await asyncio.sleep(4)
+        return JSONResponse({"reply": f"You said {message}."})
+
+    server = ThreadServer(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).start()
+    try:
+        (tmp_path / "slow.tamesu.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: "{server.url}/chat", response: {{ text: $.reply }} }}
+tests:
+  - name: cut
+    timeout: 1s
+    scenario: {{ script: [ {{ say: hi }}, {{ say: be slow }} ] }}
+""")
+        result = run_pytest(["-q", "--junitxml", "junit.xml", "--tamesu-out", "runs"], cwd=tmp_path)
+    finally:
+        server.stop()
+    assert result.returncode == 1, result.stdout + result.stderr
+    why = "the test took longer than its timeout (1s)"
+    assert f"  user: hi\n  agent: You said hi.\n  user: be slow\n  agent: (no answer: {why})\n" in result.stdout, \
+        result.stdout
+    assert f"agent: (no answer: {why})" in (tmp_path / "junit.xml").read_text()  # and in pytest's --junitxml

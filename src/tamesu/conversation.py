@@ -245,6 +245,9 @@ class Session:
         self.in_flight: tuple[int, UserTurn, float] | None = None
         """The user turn being answered (its number, the turn, when it was sent): the one a test's timeout cuts
         short has no exchange, yet result.json and the transcript show it (None between turns)."""
+        self.in_flight_trace: str | None = None
+        """The trace id the agent got with the turn in flight, known once its send ended, cut short or not: the
+        turn a test's timeout cut short links its trace as an answered one does."""
         self._conversation_trace: TraceContext | None = None
         self.conversation_trace_factory: Callable[[], TraceContext] | None = None
         """How the engine starts the conversation's trace (with OpenTelemetry, a span) the first time a target

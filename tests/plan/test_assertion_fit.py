@@ -210,3 +210,71 @@ def test_a_metric_of_another_audio_target_is_warned_on_one_that_never_measures_i
         "warning: s.tamesu.yaml:17:17: tests[1].assert[0].metric: frame_late_ms_p99 is measured only in audio, which "
         "model target shop does not speak: every run of the test is an error",
     ], done.stderr
+
+
+_COUNTERS = """\
+models:
+  shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
+targets:
+  shop: { type: model, model: shop }
+  api: { type: rest, url: "http://127.0.0.1:9/chat" }
+  desk: { type: a2a, url: "http://127.0.0.1:9/a2a" }
+  bot: { type: pipecat, url: "ws://127.0.0.1:9/ws", mode: text }
+tests:
+  - name: counters of a call on a chat
+    target: shop
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: voice_clears, lte: 3 }
+      - metric: { name: twilio_marks, gte: 1 }
+      - metric: { name: model_calls, equals: 1 }
+      - metric: { name: voice_clears, lte: 3, missing: pass }
+      - metric: { name: model_calls_max, lte: 3 }
+  - name: another protocol's counters
+    target: api
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: a2a_tasks, gte: 1 }
+      - metric: { name: voice_marks, gte: 1 }
+  - name: a call's counter on a text pipeline
+    target: bot
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: voice_messages, gte: 1 }
+      - metric: { name: pipecat_messages, gte: 1 }
+  - name: the counterpart counts it
+    target: shop
+    counterpart: { target: api, opening: "hello" }
+    assert:
+      - metric: { name: rest_requests, gte: 1 }
+"""
+
+
+def test_a_counter_only_other_target_types_measure_is_warned_naming_them_and_an_error(tmp_path: Path) -> None:
+    # before: validate said ok (they need nothing a target may lack: audio, a call, steps) and each run failed
+    # "voice_clears was not measured", as if the agent had not done something
+    (tmp_path / "s.tamesu.yaml").write_text(_COUNTERS)
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: s.tamesu.yaml:")] == [
+        "warning: s.tamesu.yaml:13:17: tests[0].assert[0].metric: voice_clears is measured only by the voice target, "
+        "not by model target shop: every run of the test is an error",
+        "warning: s.tamesu.yaml:14:17: tests[0].assert[1].metric: twilio_marks is measured only by the twilio target, "
+        "not by model target shop: every run of the test is an error",
+        "warning: s.tamesu.yaml:17:17: tests[0].assert[4].metric: model_calls_max is measured by no run: model_calls "
+        "is one number, it takes no _max: every run of the test is an error",
+        "warning: s.tamesu.yaml:22:17: tests[1].assert[0].metric: a2a_tasks is measured only by the a2a target, not "
+        "by rest target api: every run of the test is an error",
+        "warning: s.tamesu.yaml:23:17: tests[1].assert[1].metric: voice_marks is measured only by the voice target, "
+        "not by rest target api: every run of the test is an error",
+        "warning: s.tamesu.yaml:28:17: tests[2].assert[0].metric: voice_messages is measured only by the voice "
+        "target, not by pipecat target bot: every run of the test is an error",
+    ], done.stderr
+    ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--filter", "counters of a call"], cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    [result_file] = (tmp_path / "out").rglob("result.json")
+    result = json.loads(result_file.read_text())
+    assert (result["status"], result["fault"]) == ("error", "suite"), result
+    assert result["error"] == "metric: voice_clears is measured only by the voice target, not by model target shop"
+    assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
+        ("metric", False), ("metric", False), ("metric", True), ("metric", True), ("metric", False)]

@@ -43,8 +43,9 @@ def test_a_misspelt_slo_is_said_where_written(tmp_path: Path) -> None:
 
 def test_a_metric_another_target_type_measures_still_passes_a_test_that_does_not(tmp_path: Path) -> None:
     # as Concepts says: an audio SLO on a text test passes it (the end-of-run warning says none measured it)
+    # (model_calls_max was here: a statistic of a count, which no run measures, so it passed every test unchecked)
     code, said = _validate(tmp_path, "time_to_first_audio_ms_p95: 1500, rest_requests: 3, llm_time_ms_total: 9, "
-                                     "model_calls_max: 2")
+                                     "model_calls: 2")
     assert code == 0, said
 
 
@@ -90,7 +91,7 @@ def test_what_a_run_records_is_in_its_targets_declared_metrics(tmp_path: Path) -
     import json
 
     from tamesu import targets
-    from tamesu.plan._slo_names import RUN_METRICS, measurable
+    from tamesu.plan._slo_names import DISTRIBUTIONS, RUN_METRICS, measurable
 
     (tmp_path / "s.tamesu.yaml").write_text(_SUITE.format(slo="turns: 9", target="shop"))
     done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
@@ -100,6 +101,8 @@ def test_what_a_run_records_is_in_its_targets_declared_metrics(tmp_path: Path) -
     declared = targets.target_class("model").metric_names
     assert declared is not None and "model_calls" in recorded, recorded
     assert [name for name in recorded if not measurable(name, RUN_METRICS | declared)] == [], recorded
+    # and what it records as a distribution (its _p50, _p95, _max) is one the hints say takes a statistic
+    assert {name.removesuffix("_p95") for name in recorded if name.endswith("_p95")} <= DISTRIBUTIONS, recorded
 
 
 _OF_ANOTHER = ("time_to_first_audio_ms is measured only by the livekit, pipecat, realtime, sip, twilio and voice "
@@ -129,8 +132,28 @@ def test_the_metrics_a_voice_suite_measures_are_said_whole(tmp_path: Path) -> No
     line = said.splitlines()[0]
     assert "more characters" not in line, line
     assert ", loop_runqueue_ms, " in line and line.endswith(
-        "voice_messages, and with traces: the agent's span metrics (docs/traces.md) (a distribution takes _pNN, "
-        "_max, _min, _mean)"), line
+        "voice_messages, and with traces: the agent's span metrics (docs/traces.md)"), line
+
+
+def test_what_a_distribution_takes_is_said_only_of_a_statistic_written_of_one(tmp_path: Path) -> None:
+    # before: every hint ended "(a distribution takes _pNN, _max, _min, _mean)": after a name with no statistic
+    # (zzqq, a misspelt turn_latency_ms) too, and after a counter suggested with the statistic it has not
+    # ("did you mean voice_clears_max?", a name no run measures)
+    def first(slo: str) -> str:
+        code, said = _validate(tmp_path, slo, target="call")
+        assert code == 2, said
+        return said.splitlines()[0].split(" unchecked: ", 1)[1]
+
+    assert first("turns_latncy_ms: 9") == "did you mean turn_latency_ms?"
+    assert first("voice_clers_max: 3") == "did you mean voice_clears? (voice_clears is one number: it takes no _max)"
+    assert first("greting_ms_p95: 3") == "did you mean greeting_ms? (greeting_ms is one number: it takes no _p95)"
+    assert first("llm_time_m_p95: 3") == "did you mean llm_time_ms_p95? (a distribution takes _pNN, _max, _min, _mean)"
+    assert first("ttft_p95: 3").endswith("(docs/traces.md) (a distribution takes _pNN, _max, _min, _mean)")
+    # a statistic of one number is measured by no run (`engine.metrics`): it validated ok and passed every test
+    assert first("voice_clears_max: 3") == "did you mean voice_clears? (voice_clears is one number: it takes no _max)"
+    assert first("turns_p95: 3") == "did you mean turns? (turns is one number: it takes no _p95)"
+    code, said = _validate(tmp_path, "turn_latency_ms_p90: 9, llm_time_ms_mean: 9, loop_lag_ms_max: 9", target="call")
+    assert code == 0, said
 
 
 def test_a_problem_past_its_bound_is_cut_at_a_word_saying_the_bound() -> None:

@@ -430,7 +430,7 @@ def test_every_metric_the_calls_recorded_is_one_the_voice_target_declares(
     # records that `VoiceTarget.metric_names` leaves out would have its SLO refused: what this run's calls recorded
     # (greetings, barge-ins, lines, failures) is held to it
     from tamesu import targets
-    from tamesu.plan._slo_names import RUN_METRICS, measurable
+    from tamesu.plan._slo_names import DISTRIBUTIONS, RUN_METRICS, measurable
 
     run_dir, _records = run
     declared = targets.target_class("voice").metric_names
@@ -439,3 +439,5 @@ def test_every_metric_the_calls_recorded_is_one_the_voice_target_declares(
     assert {"time_to_first_audio_ms_p95", "interruption_stop_ms", "greeting_ms", "talk_over_ratio", "voice_clears",
             "frame_late_ms_p99"} <= recorded, sorted(recorded)
     assert sorted(name for name in recorded if not measurable(name, RUN_METRICS | declared)) == [], sorted(recorded)
+    # what they record as a distribution (its _p50, _p95, _max) is one validate's hints say takes a statistic
+    assert {name.removesuffix("_p95") for name in recorded if name.endswith("_p95")} <= DISTRIBUTIONS, recorded

@@ -346,3 +346,41 @@ def test_a_trace_url_that_links_no_trace_is_one_line(tmp_path: Path, tamesu, tra
     assert result.returncode == 2, result.stdout + result.stderr
     said = [line for line in (result.stdout + result.stderr).splitlines() if "trace_url" in line]
     assert said and said[0].startswith("tamesu.yaml:2:") and problem in said[0], said
+
+
+def test_the_turn_a_timeout_cut_short_records_its_trace_and_the_report_links_it(tmp_path: Path, tamesu,
+                                                                                 serve) -> None:
+    # before: the cut turn's bubble had no trace link (its record no trace id), though the request the agent was
+    # still answering carried one: the trace that says why the agent was slow was the one not linked
+    import asyncio
+
+    seen: list[str | None] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        seen.append(request.headers.get("traceparent"))
+        if (await request.json()).get("message") == "slow":
+            await asyncio.sleep(4)
+        return JSONResponse({"text": "ok"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\ntrace_url: 'https://jaeger.example/trace/{trace_id}'\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: '{url}/chat' }}
+tests:
+  - name: cut
+    target: bot
+    timeout: 1s
+    scenario: {{ script: [ {{ say: one }}, {{ say: slow }} ] }}
+""")
+    result = tamesu(["run", "--out", "out", "--report", "html"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    trace_ids = [m.group(1) for value in seen if (m := TRACEPARENT.match(value or ""))]
+    assert len(trace_ids) == 2, seen
+    run_dir = next((tmp_path / "out").iterdir())
+    detail = json.loads((run_dir / "suite" / "cut" / "run-1" / "result.json").read_text())
+    assert [(turn["agent"].get("trace_id"), "cut" in turn) for turn in detail["turns"]] == [
+        (trace_ids[0], False), (trace_ids[1], True)]
+    html = (run_dir / "report.html").read_text()
+    bubble = html[html.index("cut short after"):]
+    assert bubble.index(f'href="https://jaeger.example/trace/{trace_ids[1]}"') < bubble.index("(no answer)"), bubble

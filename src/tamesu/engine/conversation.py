@@ -335,7 +335,8 @@ def _cut_turn(result: RunResult, session: Session, failures: list[AssertionResul
     index, said, sent_at = session.in_flight
     why = next((a.reason for a in failures if a.name == "conversation" and not a.passed), None)
     cut_at = max(sent_at, at_ms if at_ms is not None else session.now_ms())
-    return TurnRecord(index=index, user=said, agent=AgentTurn(sent_at_ms=sent_at, completed_at_ms=cut_at),
+    agent = AgentTurn(sent_at_ms=sent_at, completed_at_ms=cut_at, trace_id=session.in_flight_trace)
+    return TurnRecord(index=index, user=said, agent=agent,
                       cut=why or "the test's timeout ran out")
 
 

@@ -125,7 +125,7 @@ async def _talk(
                 return action.stop or "simulator_stopped", action.failure
             index = len(exchanges) + 1
             sent_at = session.now_ms()
-            session.in_flight = (index, action.turn, sent_at)
+            session.in_flight, session.in_flight_trace = (index, action.turn, sent_at), None
             try:
                 with otel.active().turn(test=test.id, turn=index) as trace:
                     session.trace = trace
@@ -134,7 +134,7 @@ async def _talk(
                         with agents_side(session):
                             agent = checked_turn(await target.send(action.turn), target.kind)
                     finally:
-                        sent_trace = target.turn_trace_id(session)
+                        sent_trace = session.in_flight_trace = target.turn_trace_id(session)
                         session.trace = None  # what the target sends between turns is no turn's
                         if spans is not None:
                             spans.turn_ended(trace.trace_id, sent_trace)

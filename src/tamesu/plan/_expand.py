@@ -152,7 +152,8 @@ def expand_test(
             warnings.extend(_lint.untraced_spans(suite, case_spec, assertions, loc))
             warnings.extend(_lint.turns_past_script(suite, case_spec, assertions, loc))
             warnings.extend(_fit.unfit_assertions(suite, case_spec.target, assertions, len(case_spec.assert_), loc,
-                                                   case_spec.steps))
+                                                   case_spec.steps, case_spec.counterpart.target
+                                                   if case_spec.counterpart else None))
         if case_name is None or case_name == variants[0][0]:
             warnings.extend(_lint.ks_past_repeat(suite, case_spec, loc))
             warnings.extend(_lint.unselectable_tags(suite, case_spec, loc))

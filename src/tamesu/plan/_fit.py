@@ -1,7 +1,7 @@
 """An assertion that reads what its test's target never gives (an HTTP status, a phone call, the digits on the
 line, a handoff signal): it could only fail, or, negated or `handoff: false`, only pass, whatever the agent did.
 That is the suite's asking, not the agent's doing: validate warns where it is written and each run is an error
-(exit 3, fault `environment`), as an `on_turn` past the script is."""
+(exit 2, fault `suite`), as an `on_turn` past the script is."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tamesu.checks import Assertion
 from tamesu.checks.base import Check
 from tamesu.checks.metric import Metric
 from tamesu.errors import Problem
-from tamesu.plan._slo_names import RUN_METRICS, base_of, measurable, measured_by, need_of
+from tamesu.plan._slo_names import RUN_METRICS, base_of, measurable, measured_by, need_of, one_number
 from tamesu.targets.base import TargetSpec
 
 if TYPE_CHECKING:
@@ -42,15 +42,20 @@ _OF_GOALS = frozenset({"goal_steps", "goal_steps_total"})
 """Counted by a browser test's `goal` steps (the browser agent's actions), none of which a test may have."""
 
 
-def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] | None = None) -> str | None:
+def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] | None = None,
+          counterpart: TargetSpec | None = None) -> str | None:
     """Why `assertion` cannot be graded on the target `name`, or None. `steps`: the test's, when known (a metric of
-    `goal` steps where the test has none is never measured)."""
+    `goal` steps where the test has none is never measured); `counterpart`: the target playing the user, which
+    counts on the run's session too."""
     check: Check[Any] = getattr(assertion.check, "inner", assertion.check)  # `negate: true` wraps it
     need, said = check.needs, _GIVES
     if isinstance(check, Metric):  # an SLO's (`missing: pass`) passes where its metric is not measured
         if check.spec.missing == "pass":
             return None
         metric = check.spec.name
+        if metric != base_of(metric) and one_number(base_of(metric)):  # `turns_p95`: no run has a statistic of it
+            return f"{metric} is measured by no run: {base_of(metric)} is one number, it takes no " \
+                   f"{metric.removeprefix(base_of(metric))}"
         need = _metric_need(metric, target)
         said = {k: v.replace("{metric}", metric) for k, v in _MEASURED.items()}
         # the browser target declares goal_steps (so `need` is None for it): whether the test takes a goal step
@@ -61,6 +66,8 @@ def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] 
         if need is not None and targets.is_known(target.type) and targets.target_class(target.type).offers(
                 need, target):
             return _not_of_this_one(metric, name, target)
+        if need is None:
+            return _of_other_types(metric, name, target, counterpart)
     if need is None or not targets.is_known(target.type) or targets.target_class(target.type).offers(need, target):
         return None
     return said.get(need, "needs {need}, which {kind} target {name} never gives").format(
@@ -90,15 +97,36 @@ def _not_of_this_one(metric: str, name: str, target: TargetSpec) -> str | None:
     return f"{metric} is measured only by {others}, not by {target.type} target {name}" + (f": {why}" if why else "")
 
 
+def _of_other_types(metric: str, name: str, target: TargetSpec, counterpart: TargetSpec | None) -> str | None:
+    """Why a metric that only other target types measure, needing nothing a target may do or not (voice's
+    `voice_clears`, a2a's `a2a_tasks`: a protocol's own counters), is never measured on `target`, whose type says
+    what it measures. A target that does not say (a plug-in's), and a name no type measures, are left to the run."""
+    if measurable(metric, RUN_METRICS):
+        return None
+    for spec in (target, counterpart):
+        if spec is None:
+            continue
+        if not targets.is_known(spec.type):
+            return None
+        declared = targets.target_class(spec.type).metric_names
+        if declared is None or measurable(metric, declared):
+            return None
+    owners = measured_by(metric, targets.declared_metrics())
+    if not owners:
+        return None
+    return f"{metric} is measured only by {targets.types_said(owners)}, not by {target.type} target {name}"
+
+
 def unfit_assertions(suite: LoadedSuite, name: str | None, assertions: list[Assertion], count: int,
-                     loc: Loc, steps: list[Any] | None = None) -> list[Problem]:
+                     loc: Loc, steps: list[Any] | None = None, counterpart: str | None = None) -> list[Problem]:
     """The test's own assertions (the first `count`, as `assert:` writes them) its target cannot grade."""
     target = suite.targets.get(name or "")
     if target is None or name is None:
         return []
+    other = suite.targets.get(counterpart) if counterpart is not None else None
     return [suite.doc.problem((*loc, "assert", index, assertion.key), f"{why}: every run of the test is an error")
             for index, assertion in enumerate(assertions[:count])
-            if (why := unfit(assertion, name, target, steps)) is not None]
+            if (why := unfit(assertion, name, target, steps, other)) is not None]
 
 
 def unfit_defaults(suite: LoadedSuite, tests: list[PlannedTest], own: list[tuple[int, Assertion]],
@@ -106,6 +134,9 @@ def unfit_defaults(suite: LoadedSuite, tests: list[PlannedTest], own: list[tuple
     """`defaults.assert` of the suite (`own`) and of tamesu.yaml (`project`) that a target of the suite's tests
     cannot grade, once each where written, naming the targets."""
     used = {test.spec.target: suite.targets[test.spec.target] for test in tests if test.spec.target in suite.targets}
+    # a target that plays the user counts on the run's session too: a metric it measures may be measured
+    paired = {test.spec.target: suite.targets.get(test.spec.counterpart.target) for test in tests
+              if test.spec.target in used and test.spec.counterpart is not None}
     said: list[Problem] = []
     for doc, placed in ((suite.doc, own), (suite.project.doc, project)):
         if doc is None:
@@ -113,5 +144,6 @@ def unfit_defaults(suite: LoadedSuite, tests: list[PlannedTest], own: list[tuple
         for index, assertion in placed:
             said.extend(doc.problem(("defaults", "assert", index, assertion.key),
                                     f"{why}: every run of its tests is an error")
-                        for name, target in sorted(used.items()) if (why := unfit(assertion, name, target)))
+                        for name, target in sorted(used.items())
+                        if (why := unfit(assertion, name, target, counterpart=paired.get(name))))
     return said

@@ -36,6 +36,14 @@ _RUN = (
 RUN_METRICS = frozenset(_RUN)
 """The metrics any run may measure, whatever its target."""
 
+DISTRIBUTIONS = frozenset({
+    "turn_latency_ms", "time_to_first_token_ms",  # every run's (`engine.metrics.from_exchanges`)
+    *measured.PER_TURN, measured.STOP,  # an audio call's turns' own measures
+    "bot_interrupted_ms", "interruption_audio_stop_ms",  # a pipecat turn's (`targets.pipecat`)
+    *SPAN_METRICS})  # each turn's, from the agent's spans (`engine.traces`)
+"""The metrics measured once per turn: each a distribution, read with `_pNN`, `_max`, `_min`, `_mean`; any other a
+built-in target records is one number, said so where a statistic of it is asked for."""
+
 _SUFFIX = re.compile(r"^(?P<base>.+?)(?P<stat>_(?:p\d{1,2}(?:\.\d+)?|max|min|mean))$")
 """A distribution's statistic, as `engine.metrics` reads a name (`turn_latency_ms_p95`)."""
 
@@ -61,8 +69,21 @@ def _elsewhere() -> frozenset[str]:
 
 
 def measurable(name: str, known: frozenset[str]) -> bool:
+    """Whether a run that measures `known` measures `name`: one of them, or a statistic of a distribution among them
+    (`engine.metrics.Metrics`: a statistic of a number measured once, `turns_p95`, is measured by no run)."""
+    if name in known:
+        return True
     match = _SUFFIX.match(name)
-    return name in known or (match is not None and match.group("base") in known)
+    return match is not None and match.group("base") in known and not one_number(match.group("base"))
+
+
+def one_number(metric: str) -> bool:
+    """Whether a built-in target type, or every run, records `metric` as one number, not per turn. A plug-in's own
+    metric is not known to be: a statistic of it is left to the run. Asked beyond the run's and the audio calls'
+    metrics only of a statistic written of a name that is no distribution (it imports every built-in type)."""
+    if metric in DISTRIBUTIONS:
+        return False
+    return metric in RUN_METRICS or metric in measured.SPOKEN or metric in _elsewhere()
 
 
 def base_of(name: str) -> str:
@@ -109,23 +130,37 @@ def said(name: str, known: frozenset[str], whose: str) -> str:
     # a family recorded as a few statistics (an audio call's frame_late_ms_p99): another of it is measured by no run
     fixed = [n for n in sorted(every) if (m := _SUFFIX.match(n)) is not None and m.group("base") == base]
     plain = sorted(n for n in every if not _SUFFIX.match(n))
-    # a statistic is kept as written: the name it is of is the misspelt part
+    # a statistic is kept as written, on a distribution: the name it is of is the misspelt part
     close = difflib.get_close_matches(name, fixed, n=1, cutoff=0.0) or \
-        [f"{found}{stat}" for found in difflib.get_close_matches(base, plain, n=1, cutoff=0.6)] or \
+        [found + (stat if found in DISTRIBUTIONS else "")
+         for found in difflib.get_close_matches(base, plain, n=1, cutoff=0.6)] or \
         difflib.get_close_matches(name, sorted(every), n=1, cutoff=0.6)
     # the agent's span metrics are one family, said by name: the list stays one readable line
     listed = [n for n in (*_RUN, *sorted(known - RUN_METRICS))
               if n in known and not n.startswith("trace_") and n.removesuffix("_total") not in SPAN_METRICS]
     hint = f"did you mean {close[0]}?" if close else \
         f"the metrics: {', '.join(listed)}, and with traces: the agent's span metrics (docs/traces.md)"
-    stats = f"{base} is recorded as {', '.join(n.removeprefix(base) for n in fixed)} only" if fixed else \
-        "a distribution takes _pNN, _max, _min, _mean"
+    stats = _statistics(stat, close[0] if close else None, base, fixed, every)
     # a near name of another target type's (time_to_first_audio_ms on a rest suite) is said as theirs
     others = measured_by(close[0], declared) if close and not measurable(close[0], known) else []
     theirs = f"; {base_of(close[0])} is measured only by {targets.types_said(others)}, not by {whose}" if others \
         else ""
     return (f"{name} is measured by no run of {whose}, nor by any other target type, so this SLO would pass every "
-            f"test unchecked: {hint} ({stats}){theirs}")
+            f"test unchecked: {hint}{f' ({stats})' if stats else ''}{theirs}")
+
+
+def _statistics(stat: str, meant: str | None, base: str, fixed: list[str], every: frozenset[str]) -> str | None:
+    """What `said` adds of the statistic written (`stat`, "" when none), when it bears on the name `meant` (the one
+    suggested, or None): the statistics a family of a few is recorded as, that a distribution takes them, or that the
+    metric meant is one number."""
+    if fixed:
+        return f"{base} is recorded as {', '.join(n.removeprefix(base) for n in fixed)} only"
+    if not stat or (meant is not None and meant in every and _SUFFIX.match(meant)):
+        return None  # no statistic written, or a metric recorded as a statistic suggested (loop_lag_ms_p99)
+    if meant is None or base_of(meant) in DISTRIBUTIONS:
+        return "a distribution takes _pNN, _max, _min, _mean"
+    # a name a built-in type records (a counter, a call's figure): one number; a plug-in's is not known to be
+    return f"{meant} is one number: it takes no {stat}" if meant in every else None
 
 
 def _of_their_kind(name: str, suite: LoadedSuite, used: set[str], whose: str) -> str | None:

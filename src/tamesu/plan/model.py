@@ -139,7 +139,8 @@ class PlannedTest:
 
         if self.spec.target not in self.suite.targets:
             return None
-        return unfit(assertion, self.spec.target, self.target, self.spec.steps)
+        counterpart = self.suite.targets.get(self.spec.counterpart.target) if self.spec.counterpart else None
+        return unfit(assertion, self.spec.target, self.target, self.spec.steps, counterpart)
 
 
 def scripted_turns(spec: TestSpec, target: TargetSpec | None = None) -> int | None:

@@ -46,8 +46,10 @@ def chat(detail: RunResult, folder: Path | None = None, traced: bool = True, tra
                            f'<div class="text">{esc(said)}</div></div>')
         agent = turn.agent
         if turn.cut is not None:  # sent, never answered: the test's timeout ran out while the agent answered
+            # its trace as an answered turn's: what the agent was doing when the time ran out is in it
             bubbles.append(f'<div class="msg agent"><div class="who">agent · turn {turn.index} · cut short after '
-                           f'{ms(agent.latency_ms)}</div><div class="text"><i>(no answer)</i></div>'
+                           f'{ms(agent.latency_ms)}{trace(agent.trace_id, trace_url)}</div>'
+                           f'<div class="text"><i>(no answer)</i></div>'
                            f'<div class="error">the turn was cut short: {esc(turn.cut)}</div></div>')
             continue
         facts = [f"agent · turn {turn.index}", ms(agent.latency_ms)]

@@ -20,7 +20,7 @@ from pathlib import Path
 from tamesu.plugins import register
 from tamesu.report.load import LoadedRun, shown_path
 from tamesu.report.words import echoed_failure, failed_turns, failure_reason, fault_said_below, not_evaluated
-from tamesu.results.records import TestResult
+from tamesu.results.records import RunSummary, TestResult
 
 # XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -81,23 +81,34 @@ def first_reason(result: TestResult) -> str:
     return failure_reason(result) or result.status
 
 
+def transcript_lines(run: LoadedRun, summary: RunSummary) -> list[str]:
+    """One run's transcript as `role: text` lines, as JUnit's <system-out> and the pytest plug-in show it: a turn
+    that failed says why beside its answer, and one the timeout cut short says it got no answer."""
+    transcript = run.transcript(summary)
+    if transcript is None:
+        return []
+    detail = run.run_result(summary)
+    failed = failed_turns(detail.events) if detail is not None else {}
+    lines = []
+    for line in transcript.lines:
+        why = failed.get(line.turn) if line.role == "agent" and line.turn is not None else None
+        # an answer that never came read as the agent saying nothing: the turn says why it failed
+        lines.append(f"{line.role}: {line.text}" + ("" if why is None else
+                                                    f"{' ' if line.text else ''}(the turn failed: {why})"))
+        if line.cut is not None:  # the timeout ran out while the agent answered: no agent line follows
+            lines.append(f"agent: (no answer: {line.cut})")
+    return lines
+
+
 def _transcript(result: TestResult, run: LoadedRun) -> str:
     parts = []
     for summary in result.runs:
-        transcript = run.transcript(summary)
-        if transcript is None or not transcript.lines:
+        lines = transcript_lines(run, summary)
+        if not lines:
             continue
         if result.total_runs > 1:
             parts.append(f"--- run {summary.run}")
-        detail = run.run_result(summary)
-        failed = failed_turns(detail.events) if detail is not None else {}
-        for line in transcript.lines:
-            why = failed.get(line.turn) if line.role == "agent" and line.turn is not None else None
-            # an answer that never came read as the agent saying nothing: the turn says why it failed
-            parts.append(f"{line.role}: {line.text}" + ("" if why is None else
-                                                        f"{' ' if line.text else ''}(the turn failed: {why})"))
-            if line.cut is not None:  # the timeout ran out while the agent answered: no agent line follows
-                parts.append(f"agent: (no answer: {line.cut})")
+        parts.extend(lines)
     return "\n".join(parts)
 
 

@@ -77,8 +77,8 @@ class TurnRecord(BaseModel):
     agent: AgentTurn
     cut: str | None = Field(None, exclude_if=_unsaid)
     """The turn the test's timeout cut short while the agent answered it (why, as the run's failure says): sent,
-    never answered, its agent side empty but for when it was sent and cut; no check grades it, no metric counts
-    it (the run's exchanges hold the answered turns only)."""
+    never answered, its agent side empty but for when it was sent and cut and the trace id it was sent with; no
+    check grades it, no metric counts it (the run's exchanges hold the answered turns only)."""
 
     # a large answer is written once: response and raw refer to the text or to each other (tamesu.results._refs)
     @model_serializer(mode="wrap")

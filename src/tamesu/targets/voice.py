@@ -370,5 +370,5 @@ class VoiceTarget(CapturedSocketAddress, AudioSocketTarget[VoiceSpec]):
                 reply = json.dumps(session.context.child(message=names).render_value(template))
             except TemplateError as exc:
                 raise TurnError(f"messages.tool_result: {exc}", raw=heard.controls) from None
-            self._spawn(self._send_quietly(reply))
+            self._sends.send(reply)
         return True

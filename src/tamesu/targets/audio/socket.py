@@ -32,6 +32,7 @@ from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn, given_s
 from tamesu.errors import InfraError, TemplateError
 from tamesu.targets.audio._call_trace import CallTrace
 from tamesu.targets.audio._chunk import take_chunk
+from tamesu.targets.audio._sends import Sends
 from tamesu.targets.audio.burst import FLOOD_FACTOR, STRICT_FLOOD_FACTOR, flood, pace_problem, past_the_cap
 from tamesu.targets.audio.hear_out import hear_out
 from tamesu.targets.audio.heard import (
@@ -95,8 +96,7 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
         the caller heard, transcribed when the call ends."""
         self._finished = False
         self._send_lock = asyncio.Lock()
-        self._marks: list[tuple[asyncio.TimerHandle, str | bytes]] = []
-        self._tasks: set[asyncio.Future[None]] = set()
+        self._sends = Sends(self._send)
         self._counts = dict.fromkeys(COUNTS, 0)
         self._opened_at: float | None = None
         self._metrics: dict[str, float] = {}
@@ -142,8 +142,7 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
         if self._barging and self._closed is None and self._interrupted is not None:  # no words left to talk over it
             await hear_out(self._queue, self._read_message, self._require_voice(), self._interrupted,
                            idle_s=self.idle_s, limit_s=self.spec.turn_timeout, words=self._words_heard_out)
-        for handle, _echo in self._marks:
-            handle.cancel()
+        self._sends.cancel_marks()
         wire = self._wire
 
         async def goodbye(ws: ClientConnection) -> None:
@@ -431,11 +430,7 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
             session.event("agent_clear", kind=item.kind, at=round(at, 3))
             self._require_voice().playback.flush(at)
             self._require_voice().recorder.cut_agent(at)
-            for handle, echo in self._marks:  # Twilio returns the marks still pending at once on a clear
-                if not handle.cancelled():
-                    handle.cancel()
-                    self._spawn(self._send_quietly(echo))
-            self._marks.clear()
+            self._sends.flush_marks()  # Twilio returns the marks still pending at once on a clear
             pending = self._require_voice()._pending_barge_in
             if pending is not None and pending.interrupted_at_ms is not None:
                 pending.agent_stopped_at_ms = at
@@ -461,17 +456,7 @@ class AudioSocketTarget(CallTrace, Target[SpecT]):
         if echo is None:
             return
         delay = max(0.0, self._require_voice().playback.cursor_ms - self._require_session().now_ms()) / 1000
-        handle = asyncio.get_running_loop().call_later(delay, lambda: self._spawn(self._send_quietly(echo)))
-        self._marks.append((handle, echo))
-
-    def _spawn(self, job: Any) -> None:
-        task = asyncio.ensure_future(job)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _send_quietly(self, message: str | bytes) -> None:
-        with contextlib.suppress(TurnError):
-            await self._send(message)
+        self._sends.echo_after(echo, delay)
 
     def _close_barge_in(self) -> None:
         stop = self._require_voice().close_barge_in()

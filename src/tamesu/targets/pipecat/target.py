@@ -412,7 +412,7 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
         if fuzz is None:
             recorded = declared()
             turn.tool_calls.append(recorded)
-            self._spawn(self._send_quietly(self._pipecat_wire.tool_result(call, recorded.result)))
+            self._sends.send(self._pipecat_wire.tool_result(call, recorded.result))
             return
         recorded = ToolCall(name=name, args=args)
         turn.tool_calls.append(recorded)  # in order, before its fuzzed answer is ready
@@ -425,7 +425,7 @@ class PipecatTarget(CapturedSocketAddress, AudioSocketTarget[PipecatSpec]):
                 recorded.result = (await fuzzed_call(session, fuzz, name, args, real)).result
                 await self._send(self._pipecat_wire.tool_result(call, recorded.result))
 
-        self._spawn(reply())
+        self._sends.spawn(reply())
 
     def _bot_text(self, heard: Heard) -> str:
         """What the bot says it said: its `bot-output` sentences (each once, once their speech started), else
