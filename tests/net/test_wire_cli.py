@@ -199,3 +199,15 @@ def test_an_http_check_to_an_untrusted_server_is_an_infrastructure_error(agent: 
     error = _error(tmp_path)
     assert error.startswith(f"http: POST {agent}/chat: TLS: the certificate's CA is not trusted"), error
     assert "\n" not in error and "Traceback" not in output
+
+
+def test_http_to_an_https_server_says_so(agent: str, tmp_path: Path) -> None:
+    # before: "POST http://.../chat failed: Server disconnected without sending a response.", the agent's failed
+    # turn (exit 1): a TLS server closes a connection that sends it plain HTTP, and the url's scheme was wrong
+    _suite(tmp_path, agent.replace("https://", "http://"))
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert error == (f"rest target desk: POST {agent.replace('https://', 'http://')}/chat: the server closed the "
+                     "connection without answering, and it speaks TLS on that port: is the url's scheme https:// "
+                     "(or wss://)?"), error

@@ -20,12 +20,13 @@ from yarl import URL
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.matching import one_line
+from tamesu.net.aio import DISCONNECTED
 from tamesu.net.clients import os_reason
 from tamesu.net.direct import DirectClient, DroppedBody, Request, chunks, finish, timeouts, whole
 from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
 from tamesu.net.rate_limit import rate_limit_wait, said_as_events
 from tamesu.net.retry_after import retry_after_from_headers
-from tamesu.net.tls import TlsSpec
+from tamesu.net.tls import PLAIN_TO_TLS, TlsSpec, speaks_tls
 from tamesu.net.urls import shown_url, url_problem
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
@@ -246,6 +247,9 @@ class Http:
                     raise InfraError(f"{self._what}: {request.method} {self._mask(request)}: {os_reason(exc)}") from exc
                 if reason is None:
                     self.requests += 1
+                    if await self._plain_to_tls(request, exc):
+                        raise InfraError(f"{self._what}: {request.method} {self._mask(request)}: {PLAIN_TO_TLS}") \
+                            from exc
                     raise TurnError(f"{request.method} {self._mask(request)} failed: {os_reason(exc)}") from exc
                 raise
             self.unreachable = None
@@ -282,6 +286,14 @@ class Http:
             finish(response)
         return Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
                       self._session.now_ms())
+
+    async def _plain_to_tls(self, request: Request, exc: httpx.HTTPError) -> bool:
+        """An http:// request the server closed before any answer (even when sent again), to a port that speaks
+        TLS: the url's scheme is wrong, no agent failed."""
+        url = request.url
+        if url.scheme != "http" or url.host is None or url.port is None or str(exc) != DISCONNECTED:
+            return False
+        return await speaks_tls(url.host, url.port, min(self._connect.timeout, 3.0))
 
     def _mask(self, request: Request) -> str:
         return self._session.redactor.text(str(request.url))
