@@ -72,7 +72,8 @@ def parse_body(text: str, content_type: str = "") -> JSONValue:
 
 
 def _unreadable(text: str, content_type: str, why: str) -> JSONValue:
-    """A failed turn for a body that says it is JSON; any other (an event, a post) is kept as its text."""
+    """A failed turn for a body that says it is JSON; any other (an event, a post not marked JSON) is kept as its
+    text."""
     if is_json_type(content_type):
         raise TurnError(f"JSON in the answer that cannot be read ({content_type.split(';')[0].strip()}): {why}: "
                         f"{excerpt(text)}", raw=text)
