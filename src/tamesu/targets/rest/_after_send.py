@@ -55,7 +55,7 @@ async def poll_turn(http: Http, reader: TurnReader, request: Request, spec: Rest
         if loop.time() + poll.interval > deadline:
             raise TurnError(f"no reply from the poll URL within {limit:g}s (last answer HTTP "
                             f"{answer.status}: {mask(excerpt(answer.body))})", raw=raw,
-                            status=answer.status, limit_s=limit)
+                            status=answer.status, limit_s=limit, events=True)
         await asyncio.sleep(poll.interval)
 
 

@@ -131,7 +131,7 @@ class TurnReader:
         message = f"{unset or f'{key} ({path}) found nothing in {where}'}; {keys_of(docs)}"
         if set_here:
             raise TurnError(f"{key} ({path}) found nothing in {where}; {keys_of(docs)}: {hint}", raw=list(docs),
-                            status=turn.status)
+                            status=turn.status, events=True)
         self._session().event("text_not_found", path=path, note=message)
 
     def turn(self, *, text: str, raw: Sequence[object], scan: Sequence[object], status: int | None, sent_at_ms: float,
@@ -238,7 +238,7 @@ def timed_out(limit: float, waiting_for: str, stream: StreamText | None) -> Turn
         + (f"its text: {quoted(stream.text, EXCERPT)}" if stream.text else "no text"))
     detail = f" ({waiting_for}{came})" if waiting_for else ""
     return TurnError(f"turn timed out after {limit:g}s{detail}", raw=list(stream.events) if came and stream else None,
-                     limit_s=limit)
+                     limit_s=limit, events=True)
 
 
 STACKS = {OPENAI_DELTA: "OpenAI-style chunks", OLLAMA_DELTA: "Ollama's chat chunks",

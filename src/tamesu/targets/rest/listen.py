@@ -121,7 +121,8 @@ class Listener:
         while (got := await self.receive(idle if posts else None)) is not None:
             posts.append(got)
             if len(posts) >= MAX_EVENTS:
-                raise TurnError(f"more than {MAX_EVENTS} posts in one turn", raw=[doc for doc, _ in posts])
+                raise TurnError(f"more than {MAX_EVENTS} posts in one turn", raw=[doc for doc, _ in posts],
+                                events=True)
             if holds(done, got[0]):
                 break
         return posts
