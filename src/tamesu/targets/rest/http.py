@@ -55,7 +55,8 @@ def parse_body(text: str, content_type: str = "") -> JSONValue:
         parsed: JSONValue = json.loads(text)
     except json.JSONDecodeError as exc:
         if is_json_type(content_type):
-            raise TurnError(f"malformed JSON in the answer ({content_type.split(';')[0].strip()}): {exc.msg} at "
+            said = exc.msg.removesuffix(" at")  # "Unterminated string starting at": the position is where it began
+            raise TurnError(f"malformed JSON in the answer ({content_type.split(';')[0].strip()}): {said} at "
                             f"line {exc.lineno} column {exc.colno}: {excerpt(text)}", raw=text) from None
         return text
     except (RecursionError, ValueError) as exc:  # JSON, but more than Python reads: the agent's, not a bug of ours
