@@ -113,6 +113,27 @@ tests:
         "1 problem found"]
 
 
+def test_a_suite_file_a_get_target_would_not_send_is_a_problem(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    # a GET sends no default body (the words go in the url): the file went nowhere, and the run passed
+    project = _project(tmp_path)
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (project / "ask.yaml").write_text("""\
+targets:
+  ask: { type: rest, method: GET, url: "http://127.0.0.1:9/ask?q={{message}}" }
+  ws: { type: rest, method: GET, url: "ws://127.0.0.1:9/ws", streaming: websocket }
+tests:
+  - { name: dropped, target: ask, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+  - { name: sent, target: ws, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+""")
+    done = tamesu(["validate", "ask.yaml"], cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "ask.yaml:5:77: tests[0].scenario.script[0].files[0]: target ask cannot send this file: receipt.png: a GET "
+        "request of this rest target has no body to carry it: set request.body (with \"{{attachments}}\") or "
+        "request.multipart, or a method that sends a body (POST)",
+        "1 problem found"]
+
+
 def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
     project = _project(tmp_path)
     folder = project / "cases"

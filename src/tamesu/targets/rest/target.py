@@ -393,7 +393,7 @@ class RestTarget(Target[RestSpec]):
     def file_refusal(cls, spec: object, file: FileRef, models: Mapping[str, object]) -> str | None:
         if not isinstance(spec, RestSpec):
             raise TypeError(f"a rest target's spec, not {type(spec).__name__}")
-        return file_refusal(spec.request, file)
+        return file_refusal(spec.request, file, "POST" if spec.streaming == "websocket" else spec.method)
 
     def _mask(self, text: str) -> str:
         return self._require_session().redactor.text(text)
