@@ -123,6 +123,8 @@ async def with_connect_retries(
             if reason is None:
                 raise
             masked = shown_url(url if isinstance(url, str) else url(), session.redactor.text, query=True)
+            if reason.startswith("TLS"):  # a certificate, a handshake: the same again at every attempt
+                raise InfraError(f"{what}: cannot reach {masked}: {reason}") from exc
             if number == connect.attempts:
                 tries = f"{number} attempt{'s' if number != 1 else ''}"
                 raise InfraError(f"{what}: cannot reach {masked} after {tries}: {reason}") from exc
