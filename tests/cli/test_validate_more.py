@@ -134,6 +134,27 @@ tests:
         "1 problem found"]
 
 
+def test_a_rest_method_no_server_takes_is_a_problem_where_written(tmp_path: Path,
+                                                                  tamesu: Callable[..., Any]) -> None:
+    # was each run's `internal error: ValueError: Method cannot contain non-token characters` (session.open's
+    # method was checked, the target's and the poll's were not)
+    project = _project(tmp_path)
+    (project / "m.yaml").write_text("""\
+targets:
+  send: { type: rest, url: "http://127.0.0.1:9/chat", method: "GE T" }
+  poll: { type: rest, url: "http://127.0.0.1:9/jobs", response: { poll: { url: /jobs/1, method: "get job" } } }
+tests:
+  - { name: send, target: send, scenario: { script: [{ say: here }] } }
+  - { name: poll, target: poll, scenario: { script: [{ say: here }] } }
+""")
+    done = tamesu(["validate", "m.yaml"], cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "m.yaml:2:63: targets.send.method: expected an HTTP method such as GET or POST, got 'GE T'",
+        "m.yaml:3:97: targets.poll.response.poll.method: expected an HTTP method such as GET or POST, got 'get job'",
+        "2 problems found"]
+
+
 def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
     project = _project(tmp_path)
     folder = project / "cases"
