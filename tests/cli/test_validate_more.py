@@ -155,6 +155,34 @@ tests:
         "2 problems found"]
 
 
+def test_a_rest_template_of_a_mode_the_target_does_not_use_is_a_problem(tmp_path: Path,
+                                                                         tamesu: Callable[..., Any]) -> None:
+    # `{{listen.url}}` without response.listen, `{{response.job}}` outside response.poll: validate said ok, and
+    # every run was an error at its first turn ("the request could not be written: ... is not available here")
+    project = _project(tmp_path)
+    (project / "r.yaml").write_text("""\
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/bot", request: { body: { callback: "{{listen.url}}" } } }
+  job: { type: rest, url: "http://127.0.0.1:9/jobs", headers: { X-Job: "{{response.job}}" } }
+  poll:
+    type: rest
+    url: "http://127.0.0.1:9/jobs"
+    response: { poll: { url: "/jobs/{{response.job}}" } }
+tests:
+  - { name: bot, target: bot, scenario: { script: [{ say: here }] } }
+  - { name: job, target: job, scenario: { script: [{ say: here }] } }
+  - { name: poll, target: poll, scenario: { script: [{ say: here }] } }
+""")
+    done = tamesu(["validate", "r.yaml"], cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "r.yaml:2:82: targets.bot.request.body.callback: bad template {{listen.url}}: the address of the listener "
+        "response.listen serves, and this target has no response.listen",
+        "r.yaml:3:72: targets.job.headers.X-Job: bad template {{response.job}}: the send's answer, which only "
+        "response.poll's url, method, headers and body read",
+        "2 problems found"]
+
+
 def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
     project = _project(tmp_path)
     folder = project / "cases"
