@@ -225,3 +225,19 @@ def test_http_to_an_https_server_says_so(agent: str, tmp_path: Path) -> None:
     assert error == (f"rest target desk: POST {agent.replace('https://', 'http://')}/chat: the server closed the "
                      "connection without answering, and it speaks TLS on that port: is the url's scheme https:// "
                      "(or wss://)?"), error
+
+
+def test_ws_to_an_https_server_says_so(agent: str, tmp_path: Path) -> None:
+    # before: "websocket ws://...: did not receive a valid HTTP response", no cause named
+    url = agent.replace("https://", "ws://") + "/chat"
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{url}", streaming: websocket, connect: {{ attempts: 1 }} }}
+tests:
+  - {{ name: ships, target: desk, scenario: {{ script: [{{ say: "when does it ship?" }}] }} }}
+""")
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert error == (f"rest target desk: websocket {url}: the server closed the connection without answering, and "
+                     "it speaks TLS on that port: is the url's scheme https:// (or wss://)?"), error
