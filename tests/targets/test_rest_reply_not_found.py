@@ -29,6 +29,7 @@ SHAPES: dict[str, Callable[[str], object]] = {
     "message": lambda word: {"message": {"role": "assistant", "content": word}},  # Ollama's, without its `model`
     "empty": lambda word: {"delta": ""},  # an agent that streamed an empty reply: found, and empty
     "tools": lambda word: {"tool_calls": [{"name": "lookup", "args": {"q": word}}]},  # a turn of tool calls only
+    "closing": lambda word: {"done": True},  # only the closing event: an agent that said nothing this turn
 }
 
 
@@ -115,12 +116,15 @@ async def test_a_stream_whose_text_is_nowhere_known_is_said_when_no_path_was_set
                             f"keys: {keys}")
 
 
-@pytest.mark.parametrize("shape", ["empty", "tools"])
+@pytest.mark.parametrize("shape", ["empty", "tools", "closing"])
+@pytest.mark.parametrize("delta", [None, "$.delta"])
 async def test_a_stream_that_said_nothing_where_it_was_looked_for_is_no_missing_text(agent_url: str, tmp_path: Path,
-                                                                                     shape: str) -> None:
-    turn, said = await _send({"url": f"{agent_url}/sse/{shape}", "streaming": "sse"}, tmp_path)
+                                                                                     shape: str,
+                                                                                     delta: str | None) -> None:
+    spec = {"url": f"{agent_url}/sse/{shape}", "streaming": "sse", **({"response": {"delta": delta}} if delta else {})}
+    turn, said = await _send(spec, tmp_path)
     assert turn.text == "" and said == []
-    assert [call.name for call in turn.tool_calls] == ([] if shape == "empty" else ["lookup", "lookup"])
+    assert [call.name for call in turn.tool_calls] == (["lookup", "lookup"] if shape == "tools" else [])
 
 
 async def test_a_listen_text_that_finds_nothing_in_the_posts(agent_url: str, tmp_path: Path) -> None:

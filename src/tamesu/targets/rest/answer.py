@@ -109,8 +109,11 @@ class TurnReader:
             calls = told.calls or None
         turn = self.turn(text=stream.text, raw=events, scan=events, status=status, sent_at_ms=sent_at,
                          first_token_at_ms=stream.first_token_at_ms, completed_at_ms=completed_at, calls=calls)
-        if not stream.found and not isinstance(stream, UiMessageStream):  # a UI stream's text is its text-delta's
-            reply = self.spec.response
+        reply = self.spec.response
+        # a UI stream's text is its text-delta's; a stream of nothing but its closing event said nothing, as an
+        # agent may (only pieces in none of which the reply was found were read in the wrong place)
+        if not stream.found and not isinstance(stream, UiMessageStream) \
+                and not all(holds(reply.final, event) for event in events):
             key, path = ("response.delta", reply.delta) if reply.delta is not None else \
                 ("response.text", reply.text) if "text" in reply.model_fields_set else ("response.delta", DEFAULT_DELTA)
             counted = f"the stream's {len(events)} event{'s' if len(events) != 1 else ''}"
