@@ -152,7 +152,7 @@ async def test_a_refused_session_open_is_one_line_that_never_says_the_start_of_a
         async with opened(spec, session):
             pass
     said = str(caught.value)
-    assert said.endswith(f"/open-refused answered HTTP 403: no such tenant: {'x' * 172}…"), said
+    assert said.endswith(f"/open-refused answered HTTP 403, not a 2xx: no such tenant: {'x' * 172}…"), said
     assert _OPEN_KEY[:6] not in said, said
     # the same request made for any other target (an mcp, a2a or voice target's session.open)
     from tamesu.targets.base import SessionOpenSpec
@@ -162,7 +162,7 @@ async def test_a_refused_session_open_is_one_line_that_never_says_the_start_of_a
     with pytest.raises(InfraError) as caught:
         await open_session(opening, session, "mcp target m")
     said = str(caught.value)
-    assert said.endswith(f"/open-refused answered HTTP 403: no such tenant: {'x' * 172}…"), said
+    assert said.endswith(f"/open-refused answered HTTP 403, not a 2xx: no such tenant: {'x' * 172}…"), said
     assert _OPEN_KEY[:6] not in said, said
 
 

@@ -15,15 +15,9 @@ from tamesu.suite.templates import Context
 from tamesu.targets.base import SessionOpenSpec
 from tamesu.targets.rest.http import Http, excerpt
 from tamesu.targets.rest.read import searched, values
-from tamesu.targets.rest.request import (
-    expected_words,
-    render_url,
-    rendered_headers,
-    resolve_url,
-    status_expected,
-)
+from tamesu.targets.rest.request import render_url, rendered_headers, resolve_url, status_expected
 from tamesu.targets.rest.spec import ListenSpec, RestSpec
-from tamesu.targets.session_open import failed_because, mask_credentials
+from tamesu.targets.session_open import expected_words, failed_because, mask_credentials
 from tamesu.types import split_addr
 
 if TYPE_CHECKING:

@@ -110,14 +110,6 @@ def resolve_url(url: str, target_url: str, ctx: Context, what: str = "rest targe
     return str(base.copy_with(scheme=scheme, path="/", query=None, fragment=None).join(url))
 
 
-def expected_words(expected: list[int] | int | None) -> str:
-    """What `expect_status` asked for, as a line says it after the status that came."""
-    if expected is None:
-        return "not a 2xx"
-    listed = expected if isinstance(expected, list) else [expected]
-    return f"not the expect_status {' or '.join(str(code) for code in listed)}"
-
-
 def status_expected(status: int, expected: list[int] | int | None) -> bool:
     if expected is None:
         return 200 <= status < 300
