@@ -191,9 +191,12 @@ class TurnError(Exception):
     """The agent answered a turn with an error it owns (a protocol error, a 5xx): the run fails."""
 
     def __init__(self, message: str, raw: object = None, status: int | None = None, *, limit_s: float | None = None,
-                 started_at_ms: float | None = None) -> None:
+                 started_at_ms: float | None = None, events: bool = False) -> None:
         super().__init__(message)
         self.raw = raw
+        self.events = events
+        """`raw` is the turn's documents in order (a stream's events, posts, polls), kept as a streamed turn keeps
+        them (`raw` each, `response` the last), not one answer."""
         self.status = status
         self.tool_calls: list[ToolCall] = []
         """The calls the agent made in the turn before it failed: the failed turn keeps them."""

@@ -249,6 +249,9 @@ async def test_json_path_falls_back_to_raw_events() -> None:
     assert "raw events of turn 1" in result.reason
     # The response wins when it matches.
     await passes({"json_path": {"path": "$.text", "equals": "hello"}}, run)
+    # the events are one array, as docs/targets/rest.md says: a field of an earlier event by `$[*]`, not `$.`
+    await passes({"json_path": {"path": "$[*].usage.tokens", "equals": 12}}, run)
+    await fails({"json_path": {"path": "$.usage.tokens", "equals": 12}}, run)
 
 
 async def test_json_path_parses_a_json_text_response() -> None:

@@ -187,3 +187,24 @@ tests:
     [record] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
     assert record["status"] == "failed" and record["fault"] == "agent", record
     assert len(record["turns"]) == 1, record["turns"]  # turn 2 was never sent
+
+
+def test_a_failed_streamed_turn_keeps_its_events_as_a_streamed_turn_does(tmp_path: Path, tamesu,
+                                                                        rest_agents: RunningAgents) -> None:
+    """A stream that stalls past `turn_timeout` fails with the events that came before it, recorded as a streamed
+    turn records them (`raw` every event, `response` the last); they were one list inside `raw`
+    (`[[{"delta": "Let me"}]]`) and the list itself as `response`, which no reader of a streamed turn expects."""
+    (tmp_path / "s.yaml").write_text(f"""\
+targets:
+  sse: {{ type: rest, url: "{rest_agents.url}/sse", streaming: sse, turn_timeout: 1s }}
+tests:
+  - name: stalls
+    target: sse
+    scenario: {{ script: [ {{ say: stall }} ] }}
+""")
+    result = tamesu(["run", "s.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [record] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
+    agent = record["turns"][0]["agent"]
+    if agent["raw"]:  # on a loaded machine the first event may not have come within 1 s: nothing to keep
+        assert agent["raw"] == [{"delta": "Let me"}] and agent["response"] == {"delta": "Let me"}, agent

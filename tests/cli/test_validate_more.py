@@ -113,6 +113,76 @@ tests:
         "1 problem found"]
 
 
+def test_a_suite_file_a_get_target_would_not_send_is_a_problem(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    # a GET sends no default body (the words go in the url): the file went nowhere, and the run passed
+    project = _project(tmp_path)
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (project / "ask.yaml").write_text("""\
+targets:
+  ask: { type: rest, method: GET, url: "http://127.0.0.1:9/ask?q={{message}}" }
+  ws: { type: rest, method: GET, url: "ws://127.0.0.1:9/ws", streaming: websocket }
+tests:
+  - { name: dropped, target: ask, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+  - { name: sent, target: ws, scenario: { script: [{ say: here, files: [receipt.png] }] } }
+""")
+    done = tamesu(["validate", "ask.yaml"], cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "ask.yaml:5:77: tests[0].scenario.script[0].files[0]: target ask cannot send this file: receipt.png: a GET "
+        "request of this rest target has no body to carry it: set request.body (with \"{{attachments}}\") or "
+        "request.multipart, or a method that sends a body (POST)",
+        "1 problem found"]
+
+
+def test_a_rest_method_no_server_takes_is_a_problem_where_written(tmp_path: Path,
+                                                                  tamesu: Callable[..., Any]) -> None:
+    # was each run's `internal error: ValueError: Method cannot contain non-token characters` (session.open's
+    # method was checked, the target's and the poll's were not)
+    project = _project(tmp_path)
+    (project / "m.yaml").write_text("""\
+targets:
+  send: { type: rest, url: "http://127.0.0.1:9/chat", method: "GE T" }
+  poll: { type: rest, url: "http://127.0.0.1:9/jobs", response: { poll: { url: /jobs/1, method: "get job" } } }
+tests:
+  - { name: send, target: send, scenario: { script: [{ say: here }] } }
+  - { name: poll, target: poll, scenario: { script: [{ say: here }] } }
+""")
+    done = tamesu(["validate", "m.yaml"], cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "m.yaml:2:63: targets.send.method: expected an HTTP method such as GET or POST, got 'GE T'",
+        "m.yaml:3:97: targets.poll.response.poll.method: expected an HTTP method such as GET or POST, got 'get job'",
+        "2 problems found"]
+
+
+def test_a_rest_template_of_a_mode_the_target_does_not_use_is_a_problem(tmp_path: Path,
+                                                                         tamesu: Callable[..., Any]) -> None:
+    # `{{listen.url}}` without response.listen, `{{response.job}}` outside response.poll: validate said ok, and
+    # every run was an error at its first turn ("the request could not be written: ... is not available here")
+    project = _project(tmp_path)
+    (project / "r.yaml").write_text("""\
+targets:
+  bot: { type: rest, url: "http://127.0.0.1:9/bot", request: { body: { callback: "{{listen.url}}" } } }
+  job: { type: rest, url: "http://127.0.0.1:9/jobs", headers: { X-Job: "{{response.job}}" } }
+  poll:
+    type: rest
+    url: "http://127.0.0.1:9/jobs"
+    response: { poll: { url: "/jobs/{{response.job}}" } }
+tests:
+  - { name: bot, target: bot, scenario: { script: [{ say: here }] } }
+  - { name: job, target: job, scenario: { script: [{ say: here }] } }
+  - { name: poll, target: poll, scenario: { script: [{ say: here }] } }
+""")
+    done = tamesu(["validate", "r.yaml"], cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "r.yaml:2:82: targets.bot.request.body.callback: bad template {{listen.url}}: the address of the listener "
+        "response.listen serves, and this target has no response.listen",
+        "r.yaml:3:72: targets.job.headers.X-Job: bad template {{response.job}}: the send's answer, which only "
+        "response.poll's url, method, headers and body read",
+        "2 problems found"]
+
+
 def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
     project = _project(tmp_path)
     folder = project / "cases"

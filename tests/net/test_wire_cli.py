@@ -96,6 +96,20 @@ def test_an_agent_with_an_untrusted_certificate_is_one_line_and_exit_3(agent: st
     assert "\n" not in error and "Traceback" not in output
 
 
+def test_a_certificate_refused_is_not_tried_again(agent: str, tmp_path: Path) -> None:
+    # `connect` retries what may heal (refused, unresolved, timed out); a certificate was refused 3 times, a
+    # second apart, and said "after 3 attempts"
+    _suite(tmp_path, agent)
+    (tmp_path / "suite.yaml").write_text((tmp_path / "suite.yaml").read_text().replace("attempts: 1", "attempts: 3"))
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert error == (f"rest target desk: cannot reach {agent}/chat: TLS: the certificate's CA is not trusted (give "
+                     "it with tls.ca_file or SSL_CERT_FILE) (unable to get local issuer certificate)"), error
+    [record] = [json.loads(p.read_text()) for p in (tmp_path / "out").rglob("result.json")]
+    assert not [event for event in record["events"] if event["name"] == "connect_retry"], record["events"]
+
+
 def test_https_to_a_plain_http_server_says_so(tmp_path: Path, serve) -> None:
     # before: "TLS handshake failed: WRONG_VERSION_NUMBER", OpenSSL's word for an answer that is not TLS: the
     # url's https:// (or wss://) for an agent that speaks plain HTTP on that port
@@ -199,3 +213,31 @@ def test_an_http_check_to_an_untrusted_server_is_an_infrastructure_error(agent: 
     error = _error(tmp_path)
     assert error.startswith(f"http: POST {agent}/chat: TLS: the certificate's CA is not trusted"), error
     assert "\n" not in error and "Traceback" not in output
+
+
+def test_http_to_an_https_server_says_so(agent: str, tmp_path: Path) -> None:
+    # before: "POST http://.../chat failed: Server disconnected without sending a response.", the agent's failed
+    # turn (exit 1): a TLS server closes a connection that sends it plain HTTP, and the url's scheme was wrong
+    _suite(tmp_path, agent.replace("https://", "http://"))
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert error == (f"rest target desk: POST {agent.replace('https://', 'http://')}/chat: the server closed the "
+                     "connection without answering, and it speaks TLS on that port: is the url's scheme https:// "
+                     "(or wss://)?"), error
+
+
+def test_ws_to_an_https_server_says_so(agent: str, tmp_path: Path) -> None:
+    # before: "websocket ws://...: did not receive a valid HTTP response", no cause named
+    url = agent.replace("https://", "ws://") + "/chat"
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  desk: {{ type: rest, url: "{url}", streaming: websocket, connect: {{ attempts: 1 }} }}
+tests:
+  - {{ name: ships, target: desk, scenario: {{ script: [{{ say: "when does it ship?" }}] }} }}
+""")
+    code, output = _run(tmp_path)
+    assert code == 3, output
+    error = _error(tmp_path)
+    assert error == (f"rest target desk: websocket {url}: the server closed the connection without answering, and "
+                     "it speaks TLS on that port: is the url's scheme https:// (or wss://)?"), error

@@ -26,6 +26,10 @@ async def _malformed(_: Request) -> Response:
     return Response(body, media_type="application/json")
 
 
+async def _cut_in_a_string(_: Request) -> Response:
+    return Response('{"text": "Your order', media_type="application/json")
+
+
 async def _other_keys(_: Request) -> Response:
     return JSONResponse({"answer_text": "hello", "session": "s-1", "confidence": 0.9})
 
@@ -121,7 +125,8 @@ async def _nameless_call(_: Request) -> Response:
 def _app() -> Starlette:
     routes = [("/locked", _locked), ("/json-404", _json_404), ("/deep", _deep), ("/long-number", _long_number),
               ("/deep-arguments", _deep_arguments),
-              ("/huge", _huge), ("/malformed", _malformed), ("/other", _other_keys), ("/reply", _reply_key),
+              ("/huge", _huge), ("/malformed", _malformed), ("/cut", _cut_in_a_string),
+              ("/other", _other_keys), ("/reply", _reply_key),
               ("/tools", _tools_only), ("/sign-in", _sign_in_page), ("/html-reply", _html_reply),
               ("/ollama", _ollama_shaped), ("/langserve", _langserve_shaped),
               ("/loop", _loop), ("/moved", _moved), ("/broken-error", _broken_error),
@@ -147,7 +152,7 @@ async def test_a_refused_session_open_is_one_line_that_never_says_the_start_of_a
         async with opened(spec, session):
             pass
     said = str(caught.value)
-    assert said.endswith(f"/open-refused answered HTTP 403: no such tenant: {'x' * 172}…"), said
+    assert said.endswith(f"/open-refused answered HTTP 403, not a 2xx: no such tenant: {'x' * 172}…"), said
     assert _OPEN_KEY[:6] not in said, said
     # the same request made for any other target (an mcp, a2a or voice target's session.open)
     from tamesu.targets.base import SessionOpenSpec
@@ -157,7 +162,7 @@ async def test_a_refused_session_open_is_one_line_that_never_says_the_start_of_a
     with pytest.raises(InfraError) as caught:
         await open_session(opening, session, "mcp target m")
     said = str(caught.value)
-    assert said.endswith(f"/open-refused answered HTTP 403: no such tenant: {'x' * 172}…"), said
+    assert said.endswith(f"/open-refused answered HTTP 403, not a 2xx: no such tenant: {'x' * 172}…"), said
     assert _OPEN_KEY[:6] not in said, said
 
 
@@ -235,6 +240,10 @@ async def test_a_json_answer_that_is_not_json_fails_the_turn(tmp_path: Path, fau
     error = await _turn_error(tmp_path, {"url": f"{faulty}/malformed"})
     assert str(error).startswith("malformed JSON in the answer (application/json): ")
     assert "Your order has shipped" in str(error)  # an excerpt of what came
+    # json's own words end in "at" where the position is where the string began: it was "starting at at line"
+    error = await _turn_error(tmp_path, {"url": f"{faulty}/cut"})
+    assert str(error) == ('malformed JSON in the answer (application/json): Unterminated string starting at line 1 '
+                          'column 10: {"text": "Your order')
 
 
 async def test_an_error_page_that_claims_json_is_reported_by_its_status(tmp_path: Path, faulty: str) -> None:

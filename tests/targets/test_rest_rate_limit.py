@@ -20,7 +20,7 @@ from tamesu.net.serve import ThreadServer
 Serve = Callable[[Any], ThreadServer]
 
 
-def limited_agent(refusals: int) -> Starlette:
+def limited_agent(refusals: int, retry_after: str = "0.2") -> Starlette:
     """Refuses each conversation's first `refusals` requests with 429 and `Retry-After: 0.2`, then answers."""
     seen: dict[str, int] = {}
 
@@ -29,7 +29,7 @@ def limited_agent(refusals: int) -> Starlette:
         session = str(body.get("session_id"))
         seen[session] = seen.get(session, 0) + 1
         if seen[session] <= refusals:
-            return JSONResponse({"error": "rate limited"}, status_code=429, headers={"Retry-After": "0.2"})
+            return JSONResponse({"error": "rate limited"}, status_code=429, headers={"Retry-After": retry_after})
         return JSONResponse({"text": f"How can I help? ({body.get('message')})"})
 
     return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
@@ -71,6 +71,20 @@ def test_a_429_is_waited_out_and_said(tmp_path: Path, tamesu: Any, serve: Serve)
     assert f"> ℹ️ {noted}" in summary.stdout.splitlines(), summary.stdout
     page = next((tmp_path / "out").rglob("report.html")).read_text()
     assert f'<p class="note along-the-way">{noted}</p>' in page
+
+
+def test_a_retry_after_of_no_time_is_waited_as_the_backoff(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    # `Retry-After: 0`, or a date already past: three requests went again within milliseconds, a burst at a
+    # gateway that had just refused, and the run ended "answered HTTP 429 4 times"
+    for asked in ("0", "Wed, 21 Oct 2015 07:28:00 GMT"):
+        url = serve(limited_agent(refusals=2, retry_after=asked)).url
+        folder = tmp_path / ("zero" if asked == "0" else "past")
+        folder.mkdir()
+        (folder / "s.tamesu.yaml").write_text(suite(url, ", connect: { backoff: 100ms }"))
+        result = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=folder)
+        assert result.returncode == 0, result.stdout + result.stderr
+        limited = [e["data"] for e in result_of(folder)["events"] if e["name"] == "rate_limited"]
+        assert [(e["attempt"], e["retry_after_s"], e["wait_s"]) for e in limited] == [(1, 0.0, 0.1), (2, 0.0, 0.2)]
 
 
 def test_a_limit_that_never_lifts_is_an_infrastructure_error(tmp_path: Path, tamesu: Any, serve: Serve) -> None:

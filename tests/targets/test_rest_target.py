@@ -317,7 +317,9 @@ async def test_session_open_with_unexpected_status_is_infra_error(rest_agents: R
                                                                   tmp_path: Path) -> None:
     target = RestTarget(RestSpec.model_validate(
         {"type": "rest", **conversation_spec(rest_agents.url, expect_status=200)}), "api")
-    with pytest.raises(InfraError, match=r"session.open POST .*/conversations answered HTTP 201"):
+    # the line says what was expected: it said "answered HTTP 201" alone, which reads as a success
+    with pytest.raises(InfraError, match=r"session.open POST .*/conversations answered HTTP 201, not the "
+                                         r"expect_status 200: "):
         await target.open(make_session(tmp_path))
     await target.close()
 

@@ -84,8 +84,12 @@ def failed_turn(exc: TurnError, sent_at_ms: float, now_ms: float, trace_id: str 
     longer than it was given would blame the agent's slowness for the limit's."""
     began = exc.started_at_ms if exc.started_at_ms is not None else sent_at_ms
     done = now_ms if exc.limit_s is None else max(began, min(now_ms, began + exc.limit_s * 1000))
-    return AgentTurn(raw=[] if exc.raw is None else [exc.raw], response=exc.raw, status=exc.status, sent_at_ms=began,
-                     completed_at_ms=done, trace_id=trace_id, tool_calls=exc.tool_calls)
+    if exc.events and isinstance(exc.raw, list):
+        raw, response = list(exc.raw), exc.raw[-1] if exc.raw else None
+    else:
+        raw, response = [] if exc.raw is None else [exc.raw], exc.raw
+    return AgentTurn(raw=raw, response=response, status=exc.status, sent_at_ms=began, completed_at_ms=done,
+                     trace_id=trace_id, tool_calls=exc.tool_calls)
 
 
 def from_exchanges(exchanges: Iterable[Exchange], counters: Mapping[str, float]) -> Metrics:

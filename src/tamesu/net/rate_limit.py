@@ -34,8 +34,10 @@ def said_as_events(event: Callable[..., object], mask: Callable[[str], str]) -> 
 
 
 def rate_limit_wait(asked: float | None, backoff: float, retried: int) -> float:
-    """What the agent asked for, else a doubling `backoff`; never more than `WAIT_CAP_S`."""
-    return min(asked if asked is not None else backoff * 2**retried, WAIT_CAP_S)
+    """What the agent asked for, else a doubling `backoff`; never more than `WAIT_CAP_S`. A Retry-After of no time
+    (`0`, a date already past) asks for no wait in particular: sent again at once, each request was refused in
+    the same millisecond, a burst at a limit that had just refused."""
+    return min(asked if asked else backoff * 2**retried, WAIT_CAP_S)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ where a target or a model needs more, and one line naming the host and the reaso
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import os
 import ssl
@@ -188,6 +190,30 @@ def tls_reason(exc: BaseException) -> str | None:
             return f"TLS handshake failed: {reason}"
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+PLAIN_TO_TLS = ("the server closed the connection without answering, and it speaks TLS on that port: is the url's "
+                "scheme https:// (or wss://)?")
+"""What a plain-HTTP request to a TLS port met: a TLS server (uvicorn's, aiohttp's, Python's `ssl`) closes a
+connection whose first bytes are no handshake, without a word (nginx answers 400, which is read as one)."""
+
+
+async def speaks_tls(host: str, port: int, timeout: float) -> bool:
+    """Whether a TLS handshake with host:port completes, no certificate checked: asked only of a server that closed
+    a plain-HTTP request unanswered, so "the agent failed" is not said of an http:// url naming a TLS port."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        async with asyncio.timeout(timeout):
+            _, writer = await asyncio.open_connection(host, port, ssl=context)
+    except (OSError, TimeoutError, ssl.SSLError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError, TimeoutError, ssl.SSLError):
+        async with asyncio.timeout(timeout):  # a TLS close waits for the peer's: bounded like the handshake
+            await writer.wait_closed()
+    return True
 
 
 def _verify_words(exc: ssl.SSLCertVerificationError) -> str:

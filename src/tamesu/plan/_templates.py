@@ -146,8 +146,9 @@ def _check_strings(
                 # a warning: a target's tool_results may name it for a tool only the capturing tests call
                 warnings.append(here.problem(loc, f"{{{{{expr}}}}}: {scope.shared_by} captures no "
                                             f"{m.group(1)!r}: every turn that renders this fails"))
-            elif (m := _SESSION_REF.match(expr)) and prefix[0] == "targets" \
-                    and (wrong := _session_problem(raw_target, m.group(1))):
+            elif prefix[0] == "targets" and ((wrong := _rest_mode_problem(raw_target, root, path))
+                                             or ((m := _SESSION_REF.match(expr))
+                                                 and (wrong := _session_problem(raw_target, m.group(1))))):
                 problems.append(here.problem(loc, f"bad template {{{{{expr}}}}}: {wrong}"))
             elif (m := _ENV_REF.match(expr)) and m.group(1) not in os.environ:
                 secret_problems.append(here.problem(loc, f"environment variable {m.group(1)} is not set"))
@@ -235,6 +236,20 @@ def check_suite_hooks(doc: Document, problems: list[Problem]) -> None:
                 if _REMOTE_REF.match(expr):
                     problems.append(doc.problem(("hooks", stage, *path), f"{{{{{expr}}}}}: {_REMOTE_LIFETIME}; "
                                                 f"{stage} hooks run when none is up"))
+
+
+def _rest_mode_problem(raw_target: object, root: str, path: tuple[object, ...]) -> str | None:
+    """A rest target's `{{listen...}}` without `response.listen`, or `{{response...}}` anywhere but its
+    `response.poll`: never a value there, and every run was the environment's error at its first turn."""
+    if not isinstance(raw_target, dict) or raw_target.get("type") != "rest" or root not in ("listen", "response"):
+        return None
+    response = raw_target.get("response")
+    modes = response if isinstance(response, dict) else {}
+    if root == "listen" and "listen" not in modes:
+        return "the address of the listener response.listen serves, and this target has no response.listen"
+    if root == "response" and path[:2] != ("response", "poll"):
+        return "the send's answer, which only response.poll's url, method, headers and body read"
+    return None
 
 
 def _session_problem(raw_target: object, name: str) -> str | None:

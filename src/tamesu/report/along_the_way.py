@@ -31,7 +31,8 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
     "simulator_repaired": ("simulated user answer", "simulated user answers", "repaired"),
     "simulator_reasked": ("simulated user answer", "simulated user answers", "asked again"),
     "response_truncated": ("answer", "answers", "cut at max_response_bytes"),
-    "text_not_found": ("answer", "answers", "where response.text found nothing"),
+    "text_not_found": ("answer", "answers", "where the reply's path found nothing (response.text, delta, or "
+                       "a listen or poll text)"),
     "text_detected": ("reply field", "reply fields", "guessed (response.text or response.delta not set)"),
     "sse_detected": ("answer", "answers", "read as an event stream by its content type (streaming not set)"),
     "ui_message_stream": ("answer", "answers", "read as an AI SDK UI message stream"),

@@ -29,6 +29,15 @@ def _expected(status: int, expect: list[int] | int | None) -> bool:
     return status in (expect if isinstance(expect, list) else [expect])
 
 
+def expected_words(expected: list[int] | int | None) -> str:
+    """What `expect_status` asked for, as a line says it after the status that came (`answered HTTP 201` alone read
+    as a success)."""
+    if expected is None:
+        return "not a 2xx"
+    listed = expected if isinstance(expected, list) else [expected]
+    return f"not the expect_status {' or '.join(str(code) for code in listed)}"
+
+
 def failed_because(exc: BaseException, spec: SessionOpenSpec, masked_url: str) -> str:
     """`session.open METHOD URL: why` its request failed: a timeout names the setting that ran out (the error
     alone said "Timeout on reading data from socket", of no setting)."""
@@ -67,8 +76,8 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
     # its head (the masking knows a secret cut at an ellipsis); cut bare, its first characters were said
     text = one_line(answer.text, _EXCERPT)
     if not _expected(answer.status_code, spec.expect_status):
-        raise InfraError(f"{what}: session.open {method} {masked} answered HTTP {answer.status_code}: "
-                         f"{session.redactor.text(text)}")
+        raise InfraError(f"{what}: session.open {method} {masked} answered HTTP {answer.status_code}, "
+                         f"{expected_words(spec.expect_status)}: {session.redactor.text(text)}")
     try:
         document: object = answer.json()
     except (json.JSONDecodeError, ValueError):

@@ -11,13 +11,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
+from websockets.exceptions import InvalidMessage, InvalidStatus, InvalidURI, WebSocketException
+from yarl import URL
 
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.net.clients import os_reason
 from tamesu.net.proxies import websocket_proxy
-from tamesu.net.tls import TlsSpec, socket_tls
+from tamesu.net.tls import PLAIN_TO_TLS, TlsSpec, socket_tls, speaks_tls
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.http import with_connect_retries
 
@@ -32,6 +33,17 @@ class Closed:
     def describe(self) -> str:
         code = "no close code" if self.code is None else f"code {self.code}"
         return f"the agent closed the websocket ({code}{', ' + self.reason if self.reason else ''})"
+
+
+async def handshake_words(url: str, exc: WebSocketException, connect_spec: ConnectSpec) -> str:
+    """What a handshake that failed says: a ws:// url whose server sent no HTTP answer at all, to a port that
+    speaks TLS, is a wss:// one ("did not receive a valid HTTP response" named no cause); else its own words."""
+    if isinstance(exc, InvalidMessage) and url.startswith("ws://"):
+        with contextlib.suppress(ValueError):
+            parsed = URL(url)
+            if parsed.host and parsed.port and await speaks_tls(parsed.host, parsed.port, min(connect_spec.timeout, 3)):
+                return PLAIN_TO_TLS
+    return str(exc)
 
 
 def unreachable(exc: BaseException) -> str | None:
@@ -65,7 +77,7 @@ async def open_websocket(url: str, headers: dict[str, str], *, connect_spec: Con
         raise InfraError(f"{what}: websocket handshake with {masked} refused: "
                          f"HTTP {exc.response.status_code}") from exc
     except (InvalidURI, WebSocketException) as exc:
-        raise InfraError(f"{what}: websocket {masked}: {exc}") from exc
+        raise InfraError(f"{what}: websocket {masked}: {await handshake_words(url, exc, connect_spec)}") from exc
     except ValueError as exc:  # a URL a template made that is none (`ws://[::1`): it was 'internal error: ValueError'
         raise InfraError(f"{what}: websocket {masked}: not a URL ({exc})") from None
 

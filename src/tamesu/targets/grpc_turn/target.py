@@ -199,12 +199,13 @@ class GrpcTarget(Target[GrpcSpec]):
             came = len(events.raw)
             detail = ("no reply" if self._call is None
                       else f"{came} event{'' if came == 1 else 's'} received, none ended the turn")
-            raise TurnError(f"turn timed out after {limit:g}s ({detail})", raw=events.raw, limit_s=limit) from None
+            raise TurnError(f"turn timed out after {limit:g}s ({detail})", raw=events.raw, limit_s=limit,
+                            events=True) from None
         finally:
             self._events += len(events.raw)
         if events.error is not None:
             raise TurnError(f"the agent reported an error: {events.error['code'] or 'error'}: "
-                            f"{events.error['message']}", raw=events.raw)
+                            f"{events.error['message']}", raw=events.raw, events=True)
         return self._agent_turn(events, sent_at, session)
 
     async def _stream_turn(self, call: grpc.aio.StreamStreamCall, request: turn_pb2.UserTurn, events: TurnEvents,

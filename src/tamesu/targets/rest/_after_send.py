@@ -13,7 +13,7 @@ from tamesu.net.direct import Request
 from tamesu.suite.templates import Context
 from tamesu.targets.rest.answer import TurnReader
 from tamesu.targets.rest.http import Http, excerpt
-from tamesu.targets.rest.read import holds, text_of
+from tamesu.targets.rest.read import holds, text_of, values
 from tamesu.targets.rest.request import build_poll
 from tamesu.targets.rest.spec import ListenSpec, PollSpec, RestSpec
 
@@ -45,12 +45,17 @@ async def poll_turn(http: Http, reader: TurnReader, request: Request, spec: Rest
         if answer.status < 400:
             text = text_of(poll.text, answer.body)
             if text or holds(poll.done, answer.body):
-                return reader.turn(text=text, raw=raw, scan=[answer.body], status=answer.status,
+                turn = reader.turn(text=text, raw=raw, scan=[answer.body], status=answer.status,
                                    sent_at_ms=sent.sent_at_ms, completed_at_ms=answer.completed_at_ms)
+                if not values(poll.text, answer.body):
+                    reader.said_nowhere(turn, [answer.body], key="response.poll.text", path=poll.text,
+                                        where="the poll's answer", set_here="text" in poll.model_fields_set,
+                                        hint="set response.poll.text to the field with the reply")
+                return turn
         if loop.time() + poll.interval > deadline:
             raise TurnError(f"no reply from the poll URL within {limit:g}s (last answer HTTP "
                             f"{answer.status}: {mask(excerpt(answer.body))})", raw=raw,
-                            status=answer.status, limit_s=limit)
+                            status=answer.status, limit_s=limit, events=True)
         await asyncio.sleep(poll.interval)
 
 
@@ -63,4 +68,16 @@ async def listen_turn(http: Http, reader: TurnReader, request: Request, listener
     reader.fail_on_5xx(sent)
     waiting(f"waiting for a post to {listener.url}")
     posts = await listener.posts(listen.idle, listen.done)
-    return reader.turn(status=sent.status, sent_at_ms=sent.sent_at_ms, **listener.turn_fields(listen, posts))
+    return listened(reader, listen, reader.turn(status=sent.status, sent_at_ms=sent.sent_at_ms,
+                                                **listener.turn_fields(listen, posts)))
+
+
+def listened(reader: TurnReader, listen: ListenSpec, turn: AgentTurn) -> AgentTurn:
+    """A turn of posts, once it is known that `listen.text` found something in them (`TurnReader.said_nowhere`)."""
+    if not any(isinstance(doc, str) or values(listen.text, doc) for doc in turn.raw):
+        count = len(turn.raw)
+        reader.said_nowhere(turn, turn.raw, key="response.listen.text", path=listen.text,
+                            where=f"the agent's {count} post{'s' if count != 1 else ''}",
+                            set_here="text" in listen.model_fields_set,
+                            hint="set response.listen.text to the field with the reply")
+    return turn

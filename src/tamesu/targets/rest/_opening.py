@@ -17,7 +17,7 @@ from tamesu.targets.rest.http import Http, excerpt
 from tamesu.targets.rest.read import searched, values
 from tamesu.targets.rest.request import render_url, rendered_headers, resolve_url, status_expected
 from tamesu.targets.rest.spec import ListenSpec, RestSpec
-from tamesu.targets.session_open import failed_because, mask_credentials
+from tamesu.targets.session_open import expected_words, failed_because, mask_credentials
 from tamesu.types import split_addr
 
 if TYPE_CHECKING:
@@ -39,8 +39,8 @@ async def open_conversation(session: Session, http: Http, ctx: Context, spec: Se
     except (TurnError, TimeoutError) as exc:
         raise InfraError(f"{what}: {failed_because(exc, spec, masked)}") from exc
     if not status_expected(answer.status, spec.expect_status):
-        raise InfraError(f"{what}: session.open {spec.method.upper()} {masked} answered HTTP "
-                         f"{answer.status}: {session.redactor.text(excerpt(answer.body))}")
+        raise InfraError(f"{what}: session.open {spec.method.upper()} {masked} answered HTTP {answer.status}, "
+                         f"{expected_words(spec.expect_status)}: {session.redactor.text(excerpt(answer.body))}")
     for name, path in spec.capture.items():
         found = [v for v in values(path, answer.body) if v is not None]
         if not found:

@@ -14,6 +14,7 @@ from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.rest.http import EXCERPT, Answer, excerpt
 from tamesu.targets.rest.read import (
     COMMON_TEXT_PATHS,
+    DEFAULT_DELTA,
     OLLAMA_DELTA,
     OLLAMA_GENERATE_DELTA,
     OPENAI_DELTA,
@@ -21,6 +22,7 @@ from tamesu.targets.rest.read import (
     describe_keys,
     handoff,
     holds,
+    keys_of,
     text_of,
     texts,
     tool_calls,
@@ -105,8 +107,35 @@ class TurnReader:
             for event in events:
                 told.add(event)
             calls = told.calls or None
-        return self.turn(text=stream.text, raw=events, scan=events, status=status, sent_at_ms=sent_at,
+        turn = self.turn(text=stream.text, raw=events, scan=events, status=status, sent_at_ms=sent_at,
                          first_token_at_ms=stream.first_token_at_ms, completed_at_ms=completed_at, calls=calls)
+        reply = self.spec.response
+        # a UI stream's text is its text-delta's; a stream of nothing but its closing event said nothing, as an
+        # agent may (only pieces in none of which the reply was found were read in the wrong place)
+        if not stream.found and not isinstance(stream, UiMessageStream) \
+                and not all(holds(reply.final, event) for event in events):
+            key, path = ("response.delta", reply.delta) if reply.delta is not None else \
+                ("response.text", reply.text) if "text" in reply.model_fields_set else ("response.delta", DEFAULT_DELTA)
+            counted = f"the stream's {len(events)} event{'s' if len(events) != 1 else ''}"
+            self.said_nowhere(turn, events, key=key, path=path, where=counted,
+                              set_here=bool({"delta", "text"} & reply.model_fields_set),
+                              hint="set response.delta to the field with each piece of the reply",
+                              unset=f"response.delta is not set and found nothing in {counted} (at $.delta, "
+                                    f"{reply.text}, nor where OpenAI's, Anthropic's or Ollama's streams put text)")
+        return turn
+
+    def said_nowhere(self, turn: AgentTurn, docs: Sequence[object], *, key: str, path: str, where: str,
+                     set_here: bool, hint: str, unset: str = "") -> None:
+        """A turn of JSON whose reply path found nothing (a stream's events, posts, a poll's answer) was read in the
+        wrong place, not an agent that said nothing: a path the suite set fails the turn naming what was there; the
+        default is said as a `text_not_found` event, as a JSON answer's is (`answer_turn`)."""
+        if turn.text or turn.tool_calls or turn.ended or not any(isinstance(doc, dict | list) for doc in docs):
+            return
+        message = f"{unset or f'{key} ({path}) found nothing in {where}'}; {keys_of(docs)}"
+        if set_here:
+            raise TurnError(f"{key} ({path}) found nothing in {where}; {keys_of(docs)}: {hint}", raw=list(docs),
+                            status=turn.status, events=True)
+        self._session().event("text_not_found", path=path, note=message)
 
     def turn(self, *, text: str, raw: Sequence[object], scan: Sequence[object], status: int | None, sent_at_ms: float,
              completed_at_ms: float, first_token_at_ms: float | None = None,
@@ -212,7 +241,7 @@ def timed_out(limit: float, waiting_for: str, stream: StreamText | None) -> Turn
         + (f"its text: {quoted(stream.text, EXCERPT)}" if stream.text else "no text"))
     detail = f" ({waiting_for}{came})" if waiting_for else ""
     return TurnError(f"turn timed out after {limit:g}s{detail}", raw=list(stream.events) if came and stream else None,
-                     limit_s=limit)
+                     limit_s=limit, events=True)
 
 
 STACKS = {OPENAI_DELTA: "OpenAI-style chunks", OLLAMA_DELTA: "Ollama's chat chunks",

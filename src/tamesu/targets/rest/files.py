@@ -84,11 +84,15 @@ class _Collected:
         self.parts.append(bytes(data))
 
 
-def file_refusal(request: RequestSpec, file: FileRef) -> str | None:
+def file_refusal(request: RequestSpec, file: FileRef, method: str = "POST") -> str | None:
     """The default body carries files (`attachments`), as does a body naming `{{attachments}}` and
-    `request.multipart` (bytes only); any other body would drop them."""
+    `request.multipart` (bytes only); any other body would drop them, and so would a GET's or HEAD's, which has
+    no default body (`method`: "POST" for a websocket, whose messages carry the body)."""
     if request.multipart is not None:
         return f"{file.name}: request.multipart sends a file's bytes, not a URL" if file.path is None else None
+    if "body" not in request.model_fields_set and method in ("GET", "HEAD"):
+        return (f"{file.name}: a {method} request of this rest target has no body to carry it: set request.body "
+                f"(with \"{{{{attachments}}}}\") or request.multipart, or a method that sends a body (POST)")
     if "body" not in request.model_fields_set or request.mentions_attachments():
         return None
     return (f"{file.name}: this rest target's request.body does not send files: add \"{{{{attachments}}}}\" "

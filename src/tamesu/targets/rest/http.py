@@ -20,12 +20,13 @@ from yarl import URL
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
 from tamesu.matching import one_line
+from tamesu.net.aio import DISCONNECTED
 from tamesu.net.clients import os_reason
 from tamesu.net.direct import DirectClient, DroppedBody, Request, chunks, finish, timeouts, whole
 from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
 from tamesu.net.rate_limit import rate_limit_wait, said_as_events
 from tamesu.net.retry_after import retry_after_from_headers
-from tamesu.net.tls import TlsSpec
+from tamesu.net.tls import PLAIN_TO_TLS, TlsSpec, speaks_tls
 from tamesu.net.urls import shown_url, url_problem
 from tamesu.suite.schema import ConnectSpec
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
@@ -54,7 +55,8 @@ def parse_body(text: str, content_type: str = "") -> JSONValue:
         parsed: JSONValue = json.loads(text)
     except json.JSONDecodeError as exc:
         if is_json_type(content_type):
-            raise TurnError(f"malformed JSON in the answer ({content_type.split(';')[0].strip()}): {exc.msg} at "
+            said = exc.msg.removesuffix(" at")  # "Unterminated string starting at": the position is where it began
+            raise TurnError(f"malformed JSON in the answer ({content_type.split(';')[0].strip()}): {said} at "
                             f"line {exc.lineno} column {exc.colno}: {excerpt(text)}", raw=text) from None
         return text
     except (RecursionError, ValueError) as exc:  # JSON, but more than Python reads: the agent's, not a bug of ours
@@ -71,7 +73,8 @@ def parse_body(text: str, content_type: str = "") -> JSONValue:
 
 
 def _unreadable(text: str, content_type: str, why: str) -> JSONValue:
-    """A failed turn for a body that says it is JSON; any other (an event, a post) is kept as its text."""
+    """A failed turn for a body that says it is JSON; any other (an event, a post not marked JSON) is kept as its
+    text."""
     if is_json_type(content_type):
         raise TurnError(f"JSON in the answer that cannot be read ({content_type.split(';')[0].strip()}): {why}: "
                         f"{excerpt(text)}", raw=text)
@@ -120,6 +123,8 @@ async def with_connect_retries(
             if reason is None:
                 raise
             masked = shown_url(url if isinstance(url, str) else url(), session.redactor.text, query=True)
+            if reason.startswith("TLS"):  # a certificate, a handshake: the same again at every attempt
+                raise InfraError(f"{what}: cannot reach {masked}: {reason}") from exc
             if number == connect.attempts:
                 tries = f"{number} attempt{'s' if number != 1 else ''}"
                 raise InfraError(f"{what}: cannot reach {masked} after {tries}: {reason}") from exc
@@ -246,6 +251,9 @@ class Http:
                     raise InfraError(f"{self._what}: {request.method} {self._mask(request)}: {os_reason(exc)}") from exc
                 if reason is None:
                     self.requests += 1
+                    if await self._plain_to_tls(request, exc):
+                        raise InfraError(f"{self._what}: {request.method} {self._mask(request)}: {PLAIN_TO_TLS}") \
+                            from exc
                     raise TurnError(f"{request.method} {self._mask(request)} failed: {os_reason(exc)}") from exc
                 raise
             self.unreachable = None
@@ -282,6 +290,14 @@ class Http:
             finish(response)
         return Answer(response.status, answer_body(response.status, response.headers, text, cut), sent_at,
                       self._session.now_ms())
+
+    async def _plain_to_tls(self, request: Request, exc: httpx.HTTPError) -> bool:
+        """An http:// request the server closed before any answer (even when sent again), to a port that speaks
+        TLS: the url's scheme is wrong, no agent failed."""
+        url = request.url
+        if url.scheme != "http" or url.host is None or url.port is None or str(exc) != DISCONNECTED:
+            return False
+        return await speaks_tls(url.host, url.port, min(self._connect.timeout, 3.0))
 
     def _mask(self, request: Request) -> str:
         return self._session.redactor.text(str(request.url))

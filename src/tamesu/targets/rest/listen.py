@@ -55,13 +55,19 @@ class Listener:
                 return JSONResponse({"ok": False, "error": "body too large"}, status_code=413)
             parts.append(chunk)
         body = b"".join(parts)
-        parsed = parse_body(body.decode("utf-8", errors="replace"))
+        answer: JSONResponse | None = None
+        try:
+            parsed: object = parse_body(body.decode("utf-8", errors="replace"), request.headers.get("content-type", ""))
+        except TurnError as exc:
+            # a post that says it is JSON and is not: its text taken as the reply hid the fault (and its tool calls)
+            parsed = TurnError(str(exc).replace(" in the answer ", f" in a post to {self._path} ", 1), raw=exc.raw)
+            answer = JSONResponse({"ok": False, "error": "malformed JSON"}, status_code=400)
         try:
             self._queue.put_nowait(("" if parsed is None else parsed, at))
         except asyncio.QueueFull:
             return JSONResponse({"ok": False, "error": "too many messages waiting"}, status_code=503)
         self.received += 1
-        return JSONResponse({"ok": True})
+        return answer or JSONResponse({"ok": True})
 
     async def unasked(self, listen: ListenSpec, wait_s: float, turn_timeout: float) -> dict[str, Any] | None:
         """What the agent posts with no turn asking (more after a turn's answer, a message of its own), for a
@@ -94,12 +100,16 @@ class Listener:
         return pending
 
     async def receive(self, timeout: float | None) -> tuple[Any, float] | None:
-        """The next post, or None when `timeout` passes first (None waits for the turn's own deadline)."""
+        """The next post, or None when `timeout` passes first (None waits for the turn's own deadline); a post
+        that could not be read fails the turn."""
         try:
             async with asyncio.timeout(timeout):
-                return await self._queue.get()
+                got = await self._queue.get()
         except TimeoutError:
             return None
+        if isinstance(got[0], TurnError):
+            raise got[0]
+        return got
 
     async def posts(self, idle: float, done: Condition | None,
                     after: list[tuple[Any, float]] | None = None) -> list[tuple[object, float]]:
@@ -111,7 +121,8 @@ class Listener:
         while (got := await self.receive(idle if posts else None)) is not None:
             posts.append(got)
             if len(posts) >= MAX_EVENTS:
-                raise TurnError(f"more than {MAX_EVENTS} posts in one turn", raw=[doc for doc, _ in posts])
+                raise TurnError(f"more than {MAX_EVENTS} posts in one turn", raw=[doc for doc, _ in posts],
+                                events=True)
             if holds(done, got[0]):
                 break
         return posts

@@ -106,6 +106,16 @@ def describe_keys(doc: object) -> str:
     return f"its keys: {_key_list(doc)}" if isinstance(doc, Mapping) and doc else "it is an empty object"
 
 
+def keys_of(docs: Sequence[object]) -> str:
+    """What the first JSON document of several (a stream's events, posts) holds, short: `the first's keys: a, b`
+    (`its keys` when it is the only one)."""
+    first = next((doc for doc in docs if isinstance(doc, Mapping | list)), None)
+    whose, which = ("its", "it") if len(docs) == 1 else ("the first's", "the first")
+    if isinstance(first, Mapping) and first:
+        return f"{whose} keys: {_key_list(first)}"
+    return f"{which} is a list of {len(first)}" if isinstance(first, list) else f"{which} is an empty object"
+
+
 def _key_list(doc: Mapping[str, object]) -> str:
     keys = [str(k)[:40] for k in list(doc)[:_KEYS_SHOWN]]
     more = f" (and {len(doc) - _KEYS_SHOWN} more)" if len(doc) > _KEYS_SHOWN else ""
@@ -224,6 +234,9 @@ class StreamText:
         self.detected: str | None = None
         """The path the chunks were read at when `response.delta` was not set and another shape was recognised."""
         self._read_deltas = False
+        self.found = False
+        """Some event held something where the reply is looked for (empty or not), or was text itself: a stream
+        where nothing was found was read in the wrong place, not one that said nothing."""
 
     @property
     def text(self) -> str:
@@ -246,8 +259,10 @@ class StreamText:
 
     def _chunk(self, event: object, final: bool) -> str:
         if isinstance(event, str):
+            self.found = True
             return event
         deltas = values(self._delta, event)
+        self.found = self.found or bool(deltas)
         if deltas and self._text_fallback:
             self._read_deltas = True
             # `$.delta` as typed streams use it: OpenAI's Responses events carry the model's reasoning in `delta`
@@ -263,16 +278,18 @@ class StreamText:
                 self.chunks.clear()
             return chunk
         if self._text_fallback and (openai := _openai_chunk(event)) is not None:
-            self.detected = OPENAI_DELTA
+            self.detected, self.found = OPENAI_DELTA, True
             return openai
         if self._text_fallback and (found := _ollama_chunk(event)) is not None:
-            self.detected, chunk = found
+            (self.detected, chunk), self.found = found, True
             return chunk
         if not (self._text_fallback or final) or (self._read_deltas and not final):
             # after deltas, an event that is not the last holds no more of the reply: a typed stream's closing
             # event repeats the whole text (OpenAI's `response.output_text.done`)
             return ""
-        text = text_of(self._reply.text, event)
+        at_text = values(self._reply.text, event)
+        self.found = self.found or bool(at_text)
+        text = texts(at_text)
         if final and text and text.strip().startswith(self.text.strip()):
             # The final event repeats the whole reply: it is the text, not one more chunk.
             self.chunks.clear()

@@ -14,6 +14,7 @@ from pydantic import (
     model_validator,
 )
 
+from tamesu.suite.hooks_spec import http_method
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import references, walk_strings
 from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec, check_path
@@ -115,6 +116,11 @@ class PollSpec(Strict):
         if value <= 0:
             raise ValueError("interval must be more than 0")
         return value
+
+    @field_validator("method")
+    @classmethod
+    def _method(cls, value: str) -> str:
+        return http_method(value)
 
 
 class ListenSpec(Strict):
@@ -230,7 +236,7 @@ class RestSpec(TargetSpec):
     @field_validator("method")
     @classmethod
     def _upper(cls, value: str) -> str:
-        return value.upper()
+        return http_method(value)  # `GE T` was each run's internal error, a traceback
 
     @field_validator("url")
     @classmethod

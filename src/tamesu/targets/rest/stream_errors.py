@@ -62,5 +62,5 @@ def malformed_event(events: Sequence[object]) -> TurnError | None:
             except json.JSONDecodeError as exc:
                 shown = one_line(event, SAID_LIMIT)
                 return TurnError(f"malformed JSON in event {number} of the stream, whose other events are JSON: "
-                                 f"{exc}: {shown}", raw=list(events))
+                                 f"{exc}: {shown}", raw=list(events), events=True)
     return None

@@ -80,7 +80,7 @@ from tamesu.net.urls import shown_url
 from tamesu.plugins import register
 from tamesu.suite.templates import Context, references
 from tamesu.targets.base import Target
-from tamesu.targets.rest._after_send import listen_turn, poll_turn
+from tamesu.targets.rest._after_send import listen_turn, listened, poll_turn
 from tamesu.targets.rest._opening import connect_websocket, open_conversation, start_listener
 from tamesu.targets.rest.answer import TurnReader, timed_out
 from tamesu.targets.rest.body import Reading, reading_of
@@ -329,7 +329,7 @@ class RestTarget(Target[RestSpec]):
         the agent only in answer to a turn."""
         if self._listener is not None and (listen := self.spec.response.listen) is not None:
             posted = await self._listener.unasked(listen, timeout, self.spec.turn_timeout)
-            turn = None if posted is None else self._reader.turn(status=None, **posted)
+            turn = None if posted is None else listened(self._reader, listen, self._reader.turn(status=None, **posted))
         elif self._ws is None:
             return None
         else:
@@ -393,7 +393,7 @@ class RestTarget(Target[RestSpec]):
     def file_refusal(cls, spec: object, file: FileRef, models: Mapping[str, object]) -> str | None:
         if not isinstance(spec, RestSpec):
             raise TypeError(f"a rest target's spec, not {type(spec).__name__}")
-        return file_refusal(spec.request, file)
+        return file_refusal(spec.request, file, "POST" if spec.streaming == "websocket" else spec.method)
 
     def _mask(self, text: str) -> str:
         return self._require_session().redactor.text(text)

@@ -20,7 +20,7 @@ from tamesu.targets.rest.body import Reading
 from tamesu.targets.rest.http import parse_body, with_connect_retries
 from tamesu.targets.rest.read import StreamText
 from tamesu.targets.rest.sse import DONE
-from tamesu.targets.ws_open import Closed, unreachable
+from tamesu.targets.ws_open import Closed, handshake_words, unreachable
 from tamesu.telemetry.traceparent import sent_trace_id, with_traceparent
 
 # Messages waiting for a turn; beyond this the reader stops reading, so the agent feels back-pressure.
@@ -66,7 +66,7 @@ class WsLink:
             status = exc.response.status_code
             raise InfraError(f"{what}: websocket handshake with {masked} refused: HTTP {status}") from exc
         except (InvalidURI, WebSocketException) as exc:
-            raise InfraError(f"{what}: websocket {masked}: {exc}") from exc
+            raise InfraError(f"{what}: websocket {masked}: {await handshake_words(url, exc, connect_spec)}") from exc
         except ValueError as exc:  # a URL a template made that is none (`ws://[::1`): 'internal error: ValueError'
             raise InfraError(f"{what}: websocket {masked}: not a URL ({exc})") from None
         return cls(conn, session)
