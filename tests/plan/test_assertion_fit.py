@@ -109,9 +109,10 @@ def test_a_metric_its_target_never_measures_is_warned_and_an_error_but_an_slo_pa
     assert (result["status"], result["fault"]) == ("error", "suite")
     # the metric it measures is graded; a metric the test does not measure passes its SLO, as Concepts says
     assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
-        ("metric", False), ("metric", False), ("metric", True), ("slo/time_to_first_audio_ms_p95", True)]
-    assert result["error"] == ("metric: time_to_first_audio_ms_p95 is measured only in audio, which model target "
-                               "shop does not speak")
+        ("assert[0]/metric", False), ("assert[1]/metric", False), ("assert[2]/metric", True),
+        ("slo/time_to_first_audio_ms_p95", True)]
+    assert result["error"] == ("assert[0]/metric: time_to_first_audio_ms_p95 is measured only in audio, which model "
+                               "target shop does not speak")
 
 
 _BROKEN_FIRST = """\
@@ -210,3 +211,4 @@ def test_a_metric_of_another_audio_target_is_warned_on_one_that_never_measures_i
         "warning: s.tamesu.yaml:17:17: tests[1].assert[0].metric: frame_late_ms_p99 is measured only in audio, which "
         "model target shop does not speak: every run of the test is an error",
     ], done.stderr
+
