@@ -179,7 +179,9 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known_keys())}"
         raise AssertionProblem((key,), f"unknown assertion {key!r} ({hint})", at_key=True)
     on_turn = entry.get("on_turn")
-    if on_turn is not None and on_turn != "last" and not (isinstance(on_turn, int) and on_turn >= 1):
+    # `on_turn: true` is no turn number (a bool is an int to Python: it was turn 1)
+    if on_turn is not None and on_turn != "last" and not (
+            isinstance(on_turn, int) and not isinstance(on_turn, bool) and on_turn >= 1):
         raise AssertionProblem(("on_turn",), "on_turn is a turn number from 1, or last")
     negate = entry.get("negate", False)
     if not isinstance(negate, bool):
@@ -199,6 +201,8 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
                 message += f" (did you mean {close[0]!r}?)" if close else ""
         elif first["type"] == "missing":
             message = "missing required option"
+        elif first["type"] == "bool_type":  # "yes" is not true, as a JSONL case's `ignore_case` says
+            message += f", got {first.get('input')!r}"
         elif first["type"].startswith("value_error"):
             message = message.removeprefix("Value error, ")
         elif first["type"] == "literal_error" and isinstance(found := first.get("input"), str):

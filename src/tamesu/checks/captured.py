@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from tamesu.checks._compare import (
     Equals,
@@ -27,7 +27,7 @@ from tamesu.types import narrows
 
 class CapturedSpec(Equals, Matches):
     name: str = Field(min_length=1)
-    exists: bool = True
+    exists: StrictBool = True
 
     @field_validator("equals", mode="before")
     @classmethod

@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 import jsonpath
-from pydantic import field_validator, model_validator
+from pydantic import StrictBool, field_validator, model_validator
 
 from tamesu.checks._compare import (
     ValueComparisons,
@@ -55,7 +55,7 @@ class PathSpec(ValueComparisons):
     """A path and what its value must be; also the `json_path` option of `http`."""
 
     path: str
-    exists: bool | None = None
+    exists: StrictBool | None = None
 
     @field_validator("path")
     @classmethod
