@@ -212,3 +212,42 @@ def test_a_metric_of_another_audio_target_is_warned_on_one_that_never_measures_i
         "model target shop does not speak: every run of the test is an error",
     ], done.stderr
 
+
+_MISSPELT = """\
+models:
+  shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
+targets:
+  shop: { type: model, model: shop }
+tests:
+  - name: a misspelt metric
+    target: shop
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: turn_latncy_ms_p95, lt: 1500 }
+      - metric: { name: turn_latncy_ms_p95, lt: 1500, missing: pass }
+      - metric: { name: turn_latency_ms_p95, lt: 60000 }
+      - metric: { name: time_to_first_audio_ms, lt: 1500, missing: pass }
+"""
+
+
+def test_a_metric_no_target_type_measures_is_warned_and_an_error_of_the_suite(tmp_path: Path) -> None:
+    # before: validate said ok, and every run failed "turn_latncy_ms_p95 was not measured" as the agent's fault
+    # (exit 1), or, `missing: pass`, passed it unchecked
+    (tmp_path / "s.tamesu.yaml").write_text(_MISSPELT)
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    why = ("turn_latncy_ms_p95 is measured by no run of model target shop, nor by any other target type: did you "
+           "mean turn_latency_ms_p95? (a distribution takes _pNN, _max, _min, _mean)")
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: s.tamesu.yaml:")] == [
+        f"warning: s.tamesu.yaml:10:17: tests[0].assert[0].metric: {why}: every run of the test is an error",
+        f"warning: s.tamesu.yaml:11:17: tests[0].assert[1].metric: {why}: every run of the test is an error",
+    ], done.stderr
+    ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    result = json.loads((run_dir / "s" / "a-misspelt-metric" / "run-1" / "result.json").read_text())
+    assert (result["status"], result["fault"], result["error"]) == ("error", "suite", f"assert[0]/metric: {why}")
+    # the name it meant is graded; another type's metric with `missing: pass` passes a chat, as an SLO does
+    assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
+        ("assert[0]/metric", False), ("assert[1]/metric", False), ("assert[2]/metric", True),
+        ("assert[3]/metric", True)]
