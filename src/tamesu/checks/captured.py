@@ -71,8 +71,10 @@ class Captured(Check[CapturedSpec]):
             # the capture looks for the wrong thing is the reader's to see (`capture_not_found`'s note)
             note = next((e.data.get("note") for e in run.events
                          if e.name == "capture_not_found" and e.data.get("name") == name and e.data.get("note")), None)
+            # a value compared where none was captured is not checked (`negate: true` passed it); `captured: x` is
             return Verdict(passed=False,
-                           reason=f"expected a value captured as {name}, found none ({note or _names(run.captured)})")
+                           reason=f"expected a value captured as {name}, found none ({note or _names(run.captured)})",
+                           undecided=bool(expectations(self.spec)))
         try:
             expected = render_expectations(run.context, expectations(self.spec))
         except TemplateError as exc:
