@@ -187,6 +187,9 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
     if not isinstance(negate, bool):
         raise AssertionProblem(("negate",), "negate is true or false")
     cls = check_class(key)
+    if on_turn is not None and cls.whole_run is not None:
+        raise AssertionProblem(("on_turn",), f"{key} reads {cls.whole_run}, which on_turn cannot narrow to one "
+                                             "turn: leave on_turn out")
     try:
         spec = cls.parse(entry[key])
     except ValidationError as exc:

@@ -54,6 +54,7 @@ def _names(captured: Mapping[str, object]) -> str:
 @register("checks", "captured")
 class Captured(Check[CapturedSpec]):
     key = "captured"
+    whole_run = "what the run captured"
     Spec = CapturedSpec
     shorthand = "name"
     spec: CapturedSpec
