@@ -74,3 +74,14 @@ def test_no_built_in_assertion_takes_a_lax_boolean() -> None:
     lax = {key: found for key in plugins.built_in_names("checks")
            if (found := _lax_bools(checks.check_class(key).Spec.__pydantic_core_schema__, set()))}
     assert lax == {}, lax
+
+
+def test_a_name_is_text() -> None:
+    # `name: ""` was the kind's own name and `name: 5` the name "5": neither what was written
+    from checks.grading import problem
+
+    for written in ("", "  ", 5, ["a"], True):
+        found = problem({"contains": "x", "name": written})
+        assert (found.loc, found.message) == (("name",), f"name is the text reports call the assertion by, "
+                                                         f"got {written!r}")
+    assert checks.parse_assertion({"contains": "x", "name": "greets"}).label == "greets"

@@ -183,6 +183,10 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
     if on_turn is not None and on_turn != "last" and not (
             isinstance(on_turn, int) and not isinstance(on_turn, bool) and on_turn >= 1):
         raise AssertionProblem(("on_turn",), "on_turn is a turn number from 1, or last")
+    named = entry.get("name")
+    if named is not None and not (isinstance(named, str) and named.strip()):
+        # `name: ""` was the kind's name and `name: 5` the name "5": neither what was written
+        raise AssertionProblem(("name",), f"name is the text reports call the assertion by, got {named!r}")
     negate = entry.get("negate", False)
     if not isinstance(negate, bool):
         raise AssertionProblem(("negate",), "negate is true or false")
