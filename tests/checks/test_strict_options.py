@@ -85,3 +85,24 @@ def test_a_name_is_text() -> None:
         assert (found.loc, found.message) == (("name",), f"name is the text reports call the assertion by, "
                                                          f"got {written!r}")
     assert checks.parse_assertion({"contains": "x", "name": "greets"}).label == "greets"
+
+
+def test_a_bound_is_a_number_not_true_or_false() -> None:
+    # pydantic read `lt: true` as 1.0 (and a `defaults.slo` limit of true as 1 ms); `turns` already refused it
+    from pydantic import ValidationError
+
+    from checks.grading import problem
+    from tamesu.suite.schema import SuiteSpec
+
+    for entry, where in (({"metric": {"name": "turns", "lt": True}}, ("metric", "lt")),
+                         ({"metric": {"name": "turns", "equals": False}}, ("metric", "equals")),
+                         ({"json_path": {"path": "$.a", "gt": True}}, ("json_path", "gt"))):
+        found = problem(entry)
+        assert (found.loc, found.message) == (where, f"expected a number, not {str(entry[where[0]][where[1]]).lower()}")
+    assert checks.parse_assertion({"metric": {"name": "turns", "lt": 5}}).check.spec.lt == 5.0
+    try:
+        SuiteSpec.model_validate({"defaults": {"slo": {"turn_latency_ms_p95": True}}})
+    except ValidationError as exc:
+        assert "expected a number, not true" in str(exc)
+    else:
+        raise AssertionError("an SLO limit of true was taken")
