@@ -110,6 +110,13 @@ class _Transcript:
             (span for span in self._spans if span[0] <= start <= span[1]), (0, len(self.text), None)
         )
         left, right = max(first, start - _CONTEXT), min(last, end + _CONTEXT)
+        # at a word's edge, as every quote is cut: "…01 (blue sneakers)" read as a number the agent never said
+        if left > first and not self.text[left - 1].isspace():
+            space = self.text.find(" ", left, start)
+            left = space + 1 if space >= 0 else left
+        if right < last and not self.text[right].isspace():
+            space = self.text.rfind(" ", end, right)
+            right = space if space >= 0 else right
         snippet = ("…" if left > first else "") + self.text[left:right] + ("…" if right < last else "")
         return _Hit(turn, snippet.strip())
 
