@@ -231,7 +231,7 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         from tamesu.checks.negate import Negated
 
         check = Negated(check)
-    label = entry.get("name") or key
+    label = named or key
     if key == "pack":
         pack = entry["pack"]
         pack_name = pack if isinstance(pack, str) else pack.get("name") if isinstance(pack, dict) else None
