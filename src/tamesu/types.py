@@ -51,8 +51,17 @@ def narrows(function: _F) -> _F:
     return function
 
 
-Finite = Annotated[float, Field(allow_inf_nan=False)]
-"""A bound or a limit: `.nan` passes or fails every comparison and `.inf` holds for every number, so neither is one."""
+@narrows
+def _no_bool(value: object) -> object:
+    # pydantic reads `true` as 1.0: `lt: true` is a mistake, not a bound of one (as `turns` says)
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not {str(value).lower()}")
+    return value
+
+
+Finite = Annotated[float, BeforeValidator(_no_bool), Field(allow_inf_nan=False)]
+"""A bound or a limit: `.nan` passes or fails every comparison and `.inf` holds for every number, so neither is one;
+nor is `true`, which pydantic read as 1."""
 
 
 def expand_home(path: str) -> str:

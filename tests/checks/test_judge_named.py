@@ -1,6 +1,7 @@
 """A failed judge names its rubric in its reason: a test with two judges showed two failures named `judge` whose
-reasons (the model's own words) named neither rubric, in the console, JUnit, HTML, Markdown and JSON alike. The
-name stays `judge`: it keys baselines and the store's history across runs. A judge model served on 127.0.0.1."""
+reasons (the model's own words) named neither rubric, in the console, JUnit, HTML, Markdown and JSON alike. Two
+judges of one test are also named by where each is written (`assert[1]/judge`), a name that keys baselines and the
+store's history across runs as the place does. A judge model served on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ tests:
     done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--no-cache", "--report", "junit,html,json,markdown"],
                       cwd=tmp_path, env={"OPENAI_API_KEY": "sk-local-0123456789"})
     assert done.returncode == 1, done.stdout + done.stderr
-    first = 'judge: rubric "The agent apologises for the delay, offers a refund and…": it did not do that'
-    second = 'judge: rubric "The agent asks for the order number": it did not do that'
+    first = 'assert[0]/judge: rubric "The agent apologises for the delay, offers a refund and…": it did not do that'
+    second = 'assert[1]/judge: rubric "The agent asks for the order number": it did not do that'
     assert f"✗ {first}" in done.stdout and f"✗ {second}" in done.stdout, done.stdout
     run = only_run_dir(tmp_path / "out")
 
@@ -53,9 +54,9 @@ tests:
     [test] = report["tests"]
     assert test["failure"] == f"{first} (and 1 more check failed)"
     graded = test["runs"][0]["assertions"]
-    # the names are as before: only the reasons say which rubric; the passing judge's reason is the model's
-    assert [a["name"] for a in graded] == ["judge", "judge", "judge"]
-    assert [f"judge: {a['reason']}" for a in graded] == [first, second, "judge: it greets"]
+    # named by their place; the reasons say which rubric; the passing judge's reason is the model's
+    assert [a["name"] for a in graded] == ["assert[0]/judge", "assert[1]/judge", "assert[2]/judge"]
+    assert [f"{a['name']}: {a['reason']}" for a in graded] == [first, second, "assert[2]/judge: it greets"]
 
     [case] = ET.parse(run / "junit.xml").getroot().iter("testcase")
     failure = case.find("failure")
@@ -64,7 +65,8 @@ tests:
     page = (run / "report.html").read_text(encoding="utf-8")
     assert 'rubric &quot;The agent asks for the order number&quot;: it did not do that' in page
     assert first.replace('"', "&quot;") in page
-    assert first in (run / "summary.md").read_text(encoding="utf-8")
+    # Markdown escapes the brackets of the name
+    assert first.replace("[", "\\[").replace("]", "\\]") in (run / "summary.md").read_text(encoding="utf-8")
 
 
 def test_a_judge_that_could_not_decide_names_its_rubric(tmp_path: Path, serve: Callable[[Any], ThreadServer]) -> None:
@@ -87,7 +89,7 @@ tests:
                       env={"OPENAI_API_KEY": "sk-local-0123456789"})
     assert done.returncode == 3, done.stdout + done.stderr
     said = 'no verdict that fits the schema after 3 attempts'
-    line = f'! judge: {said} (each answer: no JSON object in the answer); its rubric: "The agent greets"'
+    line = f'! assert[0]/judge: {said} (each answer: no JSON object in the answer); its rubric: "The agent greets"'
     assert line in done.stdout, done.stdout
     report = json.loads((only_run_dir(tmp_path / "out") / "report.json").read_text(encoding="utf-8"))
     reasons = [a["reason"] for a in report["tests"][0]["runs"][0]["assertions"]]

@@ -241,3 +241,16 @@ def test_the_turns_a_status_check_refused_are_grouped(tmp_path: Path, serve: Cal
     report = json.loads((only_run_dir(tmp_path / "out") / "report.json").read_text(encoding="utf-8"))
     assert report["tests"][0]["failure"] == ("status: expected HTTP status 2xx on every turn; turns 1-20 were 404, "
                                              "turns 21, 23, 25, 27, 29, 31, 33, 35, 37, 39 and 2 more were 409")
+
+
+async def test_what_not_contains_found_is_quoted_from_a_words_edge() -> None:
+    # it cut 40 characters before the match wherever they fell: "…01 (blue sneakers) is shipped, arriving Friday."
+    from checks.grading import fails
+    from checks.test_checks import said
+
+    found = await fails({"not_contains": "Friday"}, said("Order ORD-1001 (blue sneakers) is shipped, arriving Friday."))
+    assert found.reason == ('expected the agent never to say "Friday"; turn 1 said: "…(blue sneakers) is shipped, '
+                            'arriving Friday."'), found.reason
+    found = await fails({"not_contains": "ORD-1001"},
+                        said("Order ORD-1001 (blue sneakers) is shipped and arrives on Friday at the latest, we hope"))
+    assert found.evidence == ["Order ORD-1001 (blue sneakers) is shipped and arrives…"], found.evidence

@@ -405,3 +405,10 @@ async def test_judge_mode_without_models_is_an_infra_error(tmp_path: Path) -> No
     (tmp_path / "g.txt").write_text(SIMILAR_GOLDEN, encoding="utf-8")
     with pytest.raises(InfraError, match="needs a judge model"):
         await verdict({"golden": {"file": "g.txt", "mode": "judge"}}, conversation(("a", "b"), base_dir=tmp_path))
+
+
+async def test_similar_to_on_one_turn_names_it_as_a_turn() -> None:
+    # it said "turn (1) is only 0.00 similar", the parenthesis of "the closest turn (1)" left on a turn alone
+    result = await fails({"similar_to": "Your refund of $42 will arrive in 5 business days."},
+                         said("The weather in Paris is sunny today."))
+    assert "; turn 1 is only 0.00 similar (lexical, min 0.7): " in result.reason, result.reason

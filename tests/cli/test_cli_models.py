@@ -358,13 +358,14 @@ tests:
 
     [error] = list(ET.parse(tmp_path / "junit.xml").getroot().iter("error"))
     text = (error.text or "").splitlines()
-    assert text[0] == "fault environment" and text[1].startswith("error: judge: openai:test-model: cannot reach")
+    assert text[0] == "fault environment"
+    assert text[1].startswith("error: assert[0]/judge: openai:test-model: cannot reach"), text  # two judges
     assert sum("cannot reach" in line for line in text) == 2, text
     lines = result.stdout.splitlines()
     said = [line.strip() for line in lines if "cannot reach" in line]
     # the first judge's reason is the run's error; the second's and the contains' own lines stay
-    assert said[0].startswith("! judge: openai:test-model: cannot reach"), said
-    assert len(said) == 2 and said[1].startswith("✗ judge: not decided: "), said
+    assert said[0].startswith("! assert[0]/judge: openai:test-model: cannot reach"), said  # two judges
+    assert len(said) == 2 and said[1].startswith("✗ assert[1]/judge: not decided: "), said
     assert any(line.strip().startswith("✗ contains") for line in lines), lines
 
 

@@ -231,3 +231,13 @@ def test_a_hook_written_as_its_command_alone_is_one_the_schema_takes(schemas: di
              "tests": [{"name": "t", "scenario": {"script": [{"say": "hi"}]}}]}
     assert _errors(schemas["suite"], suite) == []
     assert _errors(schemas["suite"], {**suite, "hooks": {"before_all": [{"runn": "echo hi"}]}}) != []
+
+
+def test_an_assertions_boolean_is_true_or_false_in_the_schema_as_in_the_loader(schemas: dict[str, dict]) -> None:
+    # the loader refuses `ignore_case: "yes"` (tests/checks/test_strict_options.py): an editor that took it was wrong
+    suite = {"targets": {"bot": {"type": "rest", "url": "http://127.0.0.1:9/chat"}},
+             "tests": [{"name": "t", "scenario": {"script": [{"say": "hi"}]},
+                        "assert": [{"contains": {"value": "x", "ignore_case": "yes"}}]}]}
+    assert [e.split(":")[0] for e in _errors(schemas["suite"], suite)] != [], "ignore_case: yes was taken"
+    suite["tests"][0]["assert"] = [{"contains": {"value": "x", "ignore_case": True}}]
+    assert _errors(schemas["suite"], suite) == []

@@ -91,7 +91,8 @@ def test_suite_files_tokens_and_a2a_tool_assertions(tmp_path: Path, tamesu: Call
         "warning: suite.yaml:2:39: remote_agents.billing.token: secret BILLING_TOKEN_UNSET is not set (environment "
         "or .env): the remote agent cannot start",
         "warning: suite.yaml:11:9: tests[0].assert[1]: an A2A agent reports no tool calls, so this assertion can "
-        "never see lookup_order (only the suite's remote agents, billing, count as calls)"]
+        "never see lookup_order (only the suite's remote agents, billing, count as calls; with `traces:`, the agent's "
+        "execute_tool spans do)"]
 
 
 def test_a_suite_file_its_rest_target_would_not_send_is_a_problem(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
@@ -329,3 +330,25 @@ tests:
     (tmp_path / "tamesu.yaml").write_text((tmp_path / "tamesu.yaml").read_text().replace("budget: { usd: 1.00 }\n", ""))
     again = tamesu(["validate"], cwd=tmp_path)
     assert again.returncode == 0 and "no price known" not in again.stdout + again.stderr
+
+
+def test_a2a_tool_assertions_are_not_warned_where_the_agents_spans_are_received(
+        tmp_path: Path, tamesu: Callable[..., Any]) -> None:
+    # with `traces:`, an A2A agent's execute_tool spans are its calls (tests/telemetry/test_trace_targets.py passes a
+    # tool_called so): validate still said "can never see lookup_order"
+    (tmp_path / "suite.yaml").write_text("""\
+targets:
+  shop: { type: a2a, url: "http://127.0.0.1:9/a2a" }
+tests:
+  - name: order
+    scenario: { script: [ { say: "Where is ORD-1001?" } ] }
+    assert:
+      - tool_called: { name: lookup_order, args: { order_id: ORD-1001 } }
+""")
+    untraced = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert untraced.returncode == 0, untraced.stdout + untraced.stderr
+    assert "an A2A agent reports no tool calls, so this assertion can never see lookup_order" in untraced.stderr
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\ntraces: { receive: '127.0.0.1:0' }\n")
+    traced = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert traced.returncode == 0, traced.stdout + traced.stderr
+    assert "reports no tool calls" not in traced.stderr, traced.stderr

@@ -3,6 +3,7 @@ as one `file:line:col: path: problem` line, all at once (exit 2 through the comm
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -526,3 +527,17 @@ def test_a_value_where_a_mapping_belongs_names_no_python_class(tmp_path: Path) -
     # before: "input should be a valid dictionary or instance of SimulatorSpec, got 'simulator'"
     assert problems('{"id": "a", "input": "hi", "simulator": "simulator"}', tmp_path) == [
         "cases.jsonl:1:41: simulator: expected a mapping of keys, got 'simulator'"]
+
+
+def test_a_turns_assertion_that_reads_the_whole_run_is_refused(tmp_path: Path) -> None:
+    # a turn's `{"metric": ...}` was scoped to the turn and graded the whole run's metric (a suite's `on_turn` on
+    # one is refused too: tests/checks/test_on_turn_whole_run.py); in final_assertions it is the run's
+    case = {"id": "a", "turns": [{"input": "hi", "assertions": [{"metric": {"name": "turns", "lte": 3}}]},
+                                 {"input": "bye"}],
+            "final_assertions": [{"metric": {"name": "turns", "lte": 3}}, {"captured": "eta"}]}
+    said = problems(json.dumps(case), tmp_path)
+    assert len(said) == 1 and said[0].endswith(
+        "turns[0].assertions[0].metric: metric reads the run's metrics, which one turn cannot narrow: grade it on "
+        "the whole conversation (a case's final_assertions)"), said
+    case["turns"][0]["assertions"] = [{"contains": "hello"}]
+    assert parse(json.dumps(case), tmp_path)

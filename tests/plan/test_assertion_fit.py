@@ -109,9 +109,10 @@ def test_a_metric_its_target_never_measures_is_warned_and_an_error_but_an_slo_pa
     assert (result["status"], result["fault"]) == ("error", "suite")
     # the metric it measures is graded; a metric the test does not measure passes its SLO, as Concepts says
     assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
-        ("metric", False), ("metric", False), ("metric", True), ("slo/time_to_first_audio_ms_p95", True)]
-    assert result["error"] == ("metric: time_to_first_audio_ms_p95 is measured only in audio, which model target "
-                               "shop does not speak")
+        ("assert[0]/metric", False), ("assert[1]/metric", False), ("assert[2]/metric", True),
+        ("slo/time_to_first_audio_ms_p95", True)]
+    assert result["error"] == ("assert[0]/metric: time_to_first_audio_ms_p95 is measured only in audio, which model "
+                               "target shop does not speak")
 
 
 _BROKEN_FIRST = """\
@@ -212,6 +213,46 @@ def test_a_metric_of_another_audio_target_is_warned_on_one_that_never_measures_i
     ], done.stderr
 
 
+_MISSPELT = """\
+models:
+  shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
+targets:
+  shop: { type: model, model: shop }
+tests:
+  - name: a misspelt metric
+    target: shop
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: turn_latncy_ms_p95, lt: 1500 }
+      - metric: { name: turn_latncy_ms_p95, lt: 1500, missing: pass }
+      - metric: { name: turn_latency_ms_p95, lt: 60000 }
+      - metric: { name: time_to_first_audio_ms, lt: 1500, missing: pass }
+"""
+
+
+def test_a_metric_no_target_type_measures_is_warned_and_an_error_of_the_suite(tmp_path: Path) -> None:
+    # before: validate said ok, and every run failed "turn_latncy_ms_p95 was not measured" as the agent's fault
+    # (exit 1), or, `missing: pass`, passed it unchecked
+    (tmp_path / "s.tamesu.yaml").write_text(_MISSPELT)
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    why = ("turn_latncy_ms_p95 is measured by no run of model target shop, nor by any other target type: did you "
+           "mean turn_latency_ms_p95? (a distribution takes _pNN, _max, _min, _mean)")
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: s.tamesu.yaml:")] == [
+        f"warning: s.tamesu.yaml:10:17: tests[0].assert[0].metric: {why}: every run of the test is an error",
+        f"warning: s.tamesu.yaml:11:17: tests[0].assert[1].metric: {why}: every run of the test is an error",
+    ], done.stderr
+    ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    result = json.loads((run_dir / "s" / "a-misspelt-metric" / "run-1" / "result.json").read_text())
+    assert (result["status"], result["fault"], result["error"]) == ("error", "suite", f"assert[0]/metric: {why}")
+    # the name it meant is graded; another type's metric with `missing: pass` passes a chat, as an SLO does
+    assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
+        ("assert[0]/metric", False), ("assert[1]/metric", False), ("assert[2]/metric", True),
+        ("assert[3]/metric", True)]
+
+
 _COUNTERS = """\
 models:
   shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
@@ -261,8 +302,9 @@ def test_a_counter_only_other_target_types_measure_is_warned_naming_them_and_an_
         "not by model target shop: every run of the test is an error",
         "warning: s.tamesu.yaml:14:17: tests[0].assert[1].metric: twilio_marks is measured only by the twilio target, "
         "not by model target shop: every run of the test is an error",
-        "warning: s.tamesu.yaml:17:17: tests[0].assert[4].metric: model_calls_max is measured by no run: model_calls "
-        "is one number, it takes no _max: every run of the test is an error",
+        "warning: s.tamesu.yaml:17:17: tests[0].assert[4].metric: model_calls_max is measured by no run of model "
+        "target shop, nor by any other target type: did you mean model_calls? (model_calls is one number: it takes "
+        "no _max): every run of the test is an error",
         "warning: s.tamesu.yaml:22:17: tests[1].assert[0].metric: a2a_tasks is measured only by the a2a target, not "
         "by rest target api: every run of the test is an error",
         "warning: s.tamesu.yaml:23:17: tests[1].assert[1].metric: voice_marks is measured only by the voice target, "
@@ -275,6 +317,8 @@ def test_a_counter_only_other_target_types_measure_is_warned_naming_them_and_an_
     [result_file] = (tmp_path / "out").rglob("result.json")
     result = json.loads(result_file.read_text())
     assert (result["status"], result["fault"]) == ("error", "suite"), result
-    assert result["error"] == "metric: voice_clears is measured only by the voice target, not by model target shop"
+    assert result["error"] == ("assert[0]/metric: voice_clears is measured only by the voice target, not by model "
+                               "target shop")
     assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
-        ("metric", False), ("metric", False), ("metric", True), ("metric", True), ("metric", False)]
+        ("assert[0]/metric", False), ("assert[1]/metric", False), ("assert[2]/metric", True),
+        ("assert[3]/metric", True), ("assert[4]/metric", False)]

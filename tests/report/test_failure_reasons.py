@@ -67,7 +67,7 @@ def test_each_reason_line_names_the_failure_its_turn_and_the_failing_run(tmp_pat
              '(run 2: contains: expected the agent to say "fine"; not found in 1 turn(s) of agent text: "nope")')
     assert messages["flaky"] == flaky
     two = messages["two checks"]
-    assert two.startswith('contains (turn 2): expected the agent to say "refund"'), two
+    assert two.startswith('assert[0]/contains (turn 2): expected the agent to say "refund"'), two  # two contains
     assert two.endswith("(and 1 more check failed)"), two
     assert messages["slow"].startswith("conversation: turn 2: turn timed out after 1s"), messages["slow"]
 
@@ -81,7 +81,7 @@ def test_each_reason_line_names_the_failure_its_turn_and_the_failing_run(tmp_pat
     assert flaky in whys, whys
     summary = run.joinpath("summary.md").read_text(encoding="utf-8")
     assert "(run 2: contains: expected the agent to say" in summary, summary
-    assert "contains (turn 2): expected the agent to say" in summary, summary
+    assert "assert\\[0\\]/contains (turn 2): expected the agent to say" in summary, summary  # Markdown escapes [ ]
 
 
 def test_a_runs_fault_names_the_turn_and_is_said_once_beside_its_checks(tmp_path: Path,
@@ -92,7 +92,7 @@ def test_a_runs_fault_names_the_turn_and_is_said_once_beside_its_checks(tmp_path
     report = json.loads(run.joinpath("report.json").read_text(encoding="utf-8"))
     [two] = [t for t in report["tests"] if t["test"] == "two checks"]
     reason = two["runs"][0]["fault_reason"]
-    assert reason.startswith('contains (turn 2): expected the agent to say "refund"'), reason
+    assert reason.startswith('assert[0]/contains (turn 2): expected the agent to say "refund"'), reason
     page = run.joinpath("report.html").read_text(encoding="utf-8")
     assert page.count('expected the agent to say &quot;refund&quot;') == 2, "the summary row and the table"
     assert "fault: <b>agent</b></p>" in page

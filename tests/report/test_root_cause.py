@@ -85,18 +85,18 @@ def test_a_failed_conversation_is_its_root_cause_with_the_checks_it_kept_from_gr
     failures = [line.strip() for line in out.splitlines() if line.strip().startswith("✗")]
     assert len(failures) == 2, out
     assert failures[0].startswith(f"✗ {cause}"), out
-    assert failures[1].startswith("✗ contains (turn 1):"), out
+    assert failures[1].startswith("✗ assert[1]/contains (turn 1):"), out  # two contains: named apart
     assert "- 5 checks not evaluated: the conversation failed first" in out
     for follow_on in ("echo: crash", "echo: bye", "metric", "turn_latency_ms_p95"):
         assert not any(follow_on in line for line in failures), out
 
     [line] = (run_dir / "results.jsonl").read_text().splitlines()
     [run] = json.loads(line)["runs"]
-    assert run["not_evaluated"] == 5 and [f["name"] for f in run["failures"]] == ["conversation", "contains"]
+    assert run["not_evaluated"] == 5 and [f["name"] for f in run["failures"]] == ["conversation", "assert[1]/contains"]
     result = json.loads(next(run_dir.rglob("result.json")).read_text())
     assert result["not_evaluated"] == 5
     assert [(a["name"], a["passed"]) for a in result["assertions"]] == \
-        [("conversation", False), ("contains", True), ("contains", False)]
+        [("conversation", False), ("assert[0]/contains", True), ("assert[1]/contains", False)]
 
     [test] = json.loads((tmp_path / "report.json").read_text())["tests"]
     assert test["runs"][0]["not_evaluated"] == 5

@@ -179,12 +179,21 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         hint = f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known_keys())}"
         raise AssertionProblem((key,), f"unknown assertion {key!r} ({hint})", at_key=True)
     on_turn = entry.get("on_turn")
-    if on_turn is not None and on_turn != "last" and not (isinstance(on_turn, int) and on_turn >= 1):
+    # `on_turn: true` is no turn number (a bool is an int to Python: it was turn 1)
+    if on_turn is not None and on_turn != "last" and not (
+            isinstance(on_turn, int) and not isinstance(on_turn, bool) and on_turn >= 1):
         raise AssertionProblem(("on_turn",), "on_turn is a turn number from 1, or last")
+    named = entry.get("name")
+    if named is not None and not (isinstance(named, str) and named.strip()):
+        # `name: ""` was the kind's name and `name: 5` the name "5": neither what was written
+        raise AssertionProblem(("name",), f"name is the text reports call the assertion by, got {named!r}")
     negate = entry.get("negate", False)
     if not isinstance(negate, bool):
         raise AssertionProblem(("negate",), "negate is true or false")
     cls = check_class(key)
+    if on_turn is not None and cls.whole_run is not None:
+        raise AssertionProblem(("on_turn",), f"{key} reads {cls.whole_run}, which on_turn cannot narrow to one "
+                                             "turn: leave on_turn out")
     try:
         spec = cls.parse(entry[key])
     except ValidationError as exc:
@@ -199,6 +208,8 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
                 message += f" (did you mean {close[0]!r}?)" if close else ""
         elif first["type"] == "missing":
             message = "missing required option"
+        elif first["type"] == "bool_type":  # "yes" is not true, as a JSONL case's `ignore_case` says
+            message += f", got {first.get('input')!r}"
         elif first["type"].startswith("value_error"):
             message = message.removeprefix("Value error, ")
         elif first["type"] == "literal_error" and isinstance(found := first.get("input"), str):
@@ -220,7 +231,7 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         from tamesu.checks.negate import Negated
 
         check = Negated(check)
-    label = entry.get("name") or key
+    label = named or key
     if key == "pack":
         pack = entry["pack"]
         pack_name = pack if isinstance(pack, str) else pack.get("name") if isinstance(pack, dict) else None

@@ -108,6 +108,9 @@ class Check(ABC, Generic[SpecT]):
     Spec: ClassVar[type[BaseModel]]
     shorthand: ClassVar[str | None] = None
     """The option a scalar value fills: `contains: "refund"` is `contains: {value: "refund"}`."""
+    whole_run: ClassVar[str | None] = None
+    """What the check reads that is the whole run's, not a turn's (`the run's metrics`): `on_turn` could not
+    narrow it, so the suite is told where it writes one (it was taken and left unused)."""
     grades_unconnected: ClassVar[bool] = False
     needs: ClassVar[str | None] = None
     """What it reads that only some target types give, as a `Target.offers` name (`answers_http_status`): on

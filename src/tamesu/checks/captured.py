@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from tamesu.checks._compare import (
     Equals,
@@ -27,7 +27,7 @@ from tamesu.types import narrows
 
 class CapturedSpec(Equals, Matches):
     name: str = Field(min_length=1)
-    exists: bool = True
+    exists: StrictBool = True
 
     @field_validator("equals", mode="before")
     @classmethod
@@ -54,6 +54,7 @@ def _names(captured: Mapping[str, object]) -> str:
 @register("checks", "captured")
 class Captured(Check[CapturedSpec]):
     key = "captured"
+    whole_run = "what the run captured"
     Spec = CapturedSpec
     shorthand = "name"
     spec: CapturedSpec
@@ -71,8 +72,10 @@ class Captured(Check[CapturedSpec]):
             # the capture looks for the wrong thing is the reader's to see (`capture_not_found`'s note)
             note = next((e.data.get("note") for e in run.events
                          if e.name == "capture_not_found" and e.data.get("name") == name and e.data.get("note")), None)
+            # a value compared where none was captured is not checked (`negate: true` passed it); `captured: x` is
             return Verdict(passed=False,
-                           reason=f"expected a value captured as {name}, found none ({note or _names(run.captured)})")
+                           reason=f"expected a value captured as {name}, found none ({note or _names(run.captured)})",
+                           undecided=bool(expectations(self.spec)))
         try:
             expected = render_expectations(run.context, expectations(self.spec))
         except TemplateError as exc:

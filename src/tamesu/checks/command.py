@@ -105,6 +105,7 @@ async def _execute(command: str, cwd: str, env: dict[str, str], timeout: float) 
 @register("checks", "command")
 class Command(Check[CommandSpec]):
     key = "command"
+    whole_run = "a command's answer after the conversation"
     Spec = CommandSpec
     shorthand = "run"
     spec: CommandSpec

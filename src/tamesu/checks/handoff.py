@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks._quote import quote
@@ -28,7 +28,7 @@ from tamesu.suite.templates import Context
 
 
 class HandoffSpec(Strict):
-    handed_off: bool = True
+    handed_off: StrictBool = True
     within_turns: int | None = Field(None, ge=1)
     to: str | None = None
     summary_contains: list[str] = Field(default_factory=list)

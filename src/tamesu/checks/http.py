@@ -98,6 +98,7 @@ class _Request:
 @register("checks", "http")
 class Http(Check[HttpSpec]):
     key = "http"
+    whole_run = "your backend after the conversation"
     Spec = HttpSpec
     shorthand = "url"
     spec: HttpSpec

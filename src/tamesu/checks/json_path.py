@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 import jsonpath
-from pydantic import field_validator, model_validator
+from pydantic import StrictBool, field_validator, model_validator
 
 from tamesu.checks._compare import (
     ValueComparisons,
@@ -55,7 +55,7 @@ class PathSpec(ValueComparisons):
     """A path and what its value must be; also the `json_path` option of `http`."""
 
     path: str
-    exists: bool | None = None
+    exists: StrictBool | None = None
 
     @field_validator("path")
     @classmethod
@@ -105,7 +105,9 @@ def judge(spec: PathSpec, path_text: str, nodes: list[Any], expected: dict[str, 
     if not nodes:
         if spec.exists is False:
             return Verdict(passed=True, reason=f"{path_text}: no match in {where}, as expected")
-        return Verdict(passed=False, reason=f"{path_text}: expected a match, found none in {where}")
+        # a value compared where there is none is not checked (`negate: true` passed it); `exists: true` is
+        return Verdict(passed=False, reason=f"{path_text}: expected a match, found none in {where}",
+                       undecided=spec.exists is None and bool(expected))
     value = value_of(nodes)
     if spec.exists is False:
         return Verdict(passed=False, reason=f"{path_text}: expected no match, found {shown(value)} in {where}")

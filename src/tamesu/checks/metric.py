@@ -51,6 +51,7 @@ _OF_THE_TRACES = frozenset({"trace_not_found", "trace_incomplete", "trace_spans_
 @register("checks", "metric")
 class Metric(Check[MetricSpec]):
     key = "metric"
+    whole_run = "the run's metrics"
     Spec = MetricSpec
     spec: MetricSpec
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, StrictBool, model_validator
 
 from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.base import Check, RunView, Verdict
@@ -27,7 +27,7 @@ from tamesu.types import Strict
 
 class PackRef(Strict):
     name: str = Field(min_length=1)
-    judges: bool = True
+    judges: StrictBool = True
     """False: leave out the pack's assertions that ask a model."""
     model: Any = None
     """The model of the pack's judges (a name under `models:` or `provider:model`); default models.judge."""

@@ -204,10 +204,11 @@ class SimilarTo(Check[SimilarSpec]):
         if score >= self.spec.min:
             return Verdict(passed=True, score=score, evidence=[text],
                            reason=f"turn {index} is {score:.2f} similar to {shown(expected)} ({how})")
-        closest = "the closest turn" if len(turns) > 1 else "turn"
+        # one turn is "turn 1", not "turn (1)"
+        closest = f"the closest turn ({index})" if len(turns) > 1 else f"turn {index}"
         return Verdict(passed=False, score=score, evidence=[text],
                        reason=f"expected the agent to say something like {shown(expected)}; {closest} "
-                       f"({index}) is only {score:.2f} similar ({how}): {quote(text, 120)}")
+                       f"is only {score:.2f} similar ({how}): {quote(text, 120)}")
 
     async def _embedding_scores(self, run: RunView, expected: str, texts: list[str]) -> list[float]:
         name = self.spec.embedding_model

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks._quote import quote, quote_turns
@@ -30,7 +30,7 @@ _CONTEXT = 40  # characters shown either side of a match in a reason
 class TextSpec(Strict):
     value: str | list[str]
     """One string, or several that must all appear (contains) or none of which may appear (not_contains)."""
-    ignore_case: bool = False
+    ignore_case: StrictBool = False
     match: SpeechMatch = "speech"
     similarity: float = Field(SIMILARITY, gt=0, le=1)
 
@@ -46,7 +46,7 @@ class TextSpec(Strict):
 
 class PatternSpec(Strict):
     pattern: str
-    ignore_case: bool = False
+    ignore_case: StrictBool = False
     match: SpeechMatch = "speech"
 
     @field_validator("pattern")
@@ -110,6 +110,13 @@ class _Transcript:
             (span for span in self._spans if span[0] <= start <= span[1]), (0, len(self.text), None)
         )
         left, right = max(first, start - _CONTEXT), min(last, end + _CONTEXT)
+        # at a word's edge, as every quote is cut: "…01 (blue sneakers)" read as a number the agent never said
+        if left > first and not self.text[left - 1].isspace():
+            space = self.text.find(" ", left, start)
+            left = space + 1 if space >= 0 else left
+        if right < last and not self.text[right].isspace():
+            space = self.text.rfind(" ", end, right)
+            right = space if space >= 0 else right
         snippet = ("…" if left > first else "") + self.text[left:right] + ("…" if right < last else "")
         return _Hit(turn, snippet.strip())
 

@@ -38,6 +38,7 @@ class TurnsSpec(Strict):
 @register("checks", "turns")
 class Turns(Check[TurnsSpec]):
     key = "turns"
+    whole_run = "how many turns the conversation had"
     Spec = TurnsSpec
     shorthand = "equals"
     spec: TurnsSpec

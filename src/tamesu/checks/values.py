@@ -10,7 +10,7 @@ from pydantic import AfterValidator
 from tamesu.checks._compare import as_text, template_failed
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.json_path import compile_path, locate
-from tamesu.errors import TemplateError
+from tamesu.errors import TemplateError, article
 from tamesu.matching import one_line, shown, shown_apart
 from tamesu.plugins import register
 from tamesu.types import Strict
@@ -60,8 +60,8 @@ class Equals(Check[EqualsSpec]):
             return template_failed(exc)
         if self.spec.path is not None:
             found = _located(self.spec.path, run)
-            if found is None:
-                return Verdict(passed=False, reason=f"{self.spec.path}: no match in the responses")
+            if found is None:  # no value to compare: not checked, negated or not (`negate: true` passed it)
+                return Verdict(passed=False, reason=f"{self.spec.path}: no match in the responses", undecided=True)
             nodes, where = found
             value = nodes[0] if len(nodes) == 1 else nodes
             passed = _json_equal(value, wanted)
@@ -119,10 +119,16 @@ class TypeCheck(Check[TypeSpec]):
 
     async def evaluate(self, run: RunView) -> Verdict:
         found = _located(self.spec.path, run)
-        if found is None:
-            return Verdict(passed=False, reason=f"{self.spec.path}: no match in the responses")
+        if found is None:  # no value to type: not checked, negated or not (`negate: true` passed it)
+            return Verdict(passed=False, reason=f"{self.spec.path}: no match in the responses", undecided=True)
         nodes, where = found
         value = nodes[0] if len(nodes) == 1 else nodes
         kind = json_type(value)
         passed = kind == self.spec.value or (self.spec.value == "number" and kind == "integer")
-        return Verdict(passed=passed, reason=f"{self.spec.path} is {shown(value)} ({kind}) in {where}")
+        # a failure says the type it expected: "$.done is false (boolean)" read as the whole story
+        return Verdict(passed=passed, reason=f"{self.spec.path} is {shown(value)} ({kind}) in {where}"
+                                             + ("" if passed else f", expected {_kind_said(self.spec.value)}"))
+
+
+def _kind_said(kind: str) -> str:
+    return "null" if kind == "null" else article(kind)

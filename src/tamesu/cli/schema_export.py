@@ -56,6 +56,8 @@ class _Lenient(GenerateJsonSchema):
     and booleans as lax as the loader reads them (`strict: 1`, `ignore_case: yes`)."""
 
     def bool_schema(self, schema: core_schema.BoolSchema) -> JsonSchemaValue:
+        if schema.get("strict"):  # an assertion's options (`StrictBool`): true or false only, as the loader reads
+            return {"type": "boolean"}
         return copy.deepcopy(_BOOLEAN)
 
     def function_before_schema(self, schema: core_schema.BeforeValidatorFunctionSchema) -> JsonSchemaValue:

@@ -113,8 +113,10 @@ async def grade(
                                           on_turn=assertion.on_turn))
             continue
         except (InfraError, ModelError) as exc:
-            said = str(exc)  # a role's error names it already (`judge: no verdict ...`): not "judge: judge:"
-            reason = said if said.startswith(f"{assertion.label}:") else f"{assertion.label}: {said}"
+            said = str(exc)  # a role's error names it already (`judge: no verdict ...`): not "judge: judge:",
+            # nor, named by its place, "assert[1]/judge: judge:"
+            own = next((f"{name}:" for name in (assertion.label, assertion.key) if said.startswith(f"{name}:")), "")
+            reason = f"{assertion.label}:{said.removeprefix(own)}" if own else f"{assertion.label}: {said}"
             if isinstance(exc, SuiteProblem):
                 suites = suites or reason
             else:

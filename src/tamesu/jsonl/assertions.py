@@ -27,7 +27,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
-from tamesu.checks import Assertion, AssertionProblem, parse_assertion
+from tamesu.checks import Assertion, AssertionProblem, check_class, parse_assertion
 from tamesu.checks.functions import check_callable, load_function
 from tamesu.checks.judge import criteria_rubric
 from tamesu.checks.negate import Negated
@@ -95,6 +95,11 @@ def to_engine(raw: object, resolver: Resolver, on_turn: int | None = None) -> As
         raise AssertionProblem((), 'an assertion is an object such as {"type": "contains", "value": "..."}')
     if "type" not in raw:
         assertion = parse_assertion(raw, search=resolver.search)  # one of tamesu's own, written as in a suite
+        whole_run = check_class(assertion.key).whole_run
+        if on_turn is not None and whole_run is not None:
+            # a turn's assertion is scoped to the turn, which this one cannot be (a suite's `on_turn` is refused)
+            raise AssertionProblem((assertion.key,), f"{assertion.key} reads {whole_run}, which one turn cannot "
+                                   "narrow: grade it on the whole conversation (a case's final_assertions)")
         assertion.on_turn = on_turn if on_turn is not None else assertion.on_turn
         assertion.label = assertion_label(raw)
         return assertion

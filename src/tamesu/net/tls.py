@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import model_validator
+from pydantic import StrictBool, model_validator
 
 from tamesu.errors import InfraError
 from tamesu.types import HomePath, Strict
@@ -39,7 +39,7 @@ class TlsSpec(Strict):
     """The client certificate's private key (PEM); with `cert_file`."""
     server_name: str | None = None
     """The name the server's certificate must carry (and SNI), when it is not the URL's host."""
-    verify: bool = True
+    verify: StrictBool = True
     """False: the server's certificate is not checked (a warning on every run)."""
 
     @model_validator(mode="after")

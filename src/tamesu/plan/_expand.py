@@ -260,13 +260,24 @@ def parse_assertions(
     search: list[Path] | None = None,
 ) -> list[Assertion]:
     parsed: list[Assertion] = []
+    places: list[int] = []
     for i, entry in enumerate(entries):
         if broken_packs and packs.name_of(entry) in broken_packs:
             continue  # its problem is reported where the pack is written
         try:
             parsed.append(checks.parse_assertion(packs.inline(entry, user_packs or {}), search=search))
+            places.append(i)
         except AssertionProblem as exc:
             problem = doc.problem((*loc, "assert", i, *exc.loc), exc.message, key=exc.at_key)
             if problem not in problems:
                 problems.append(problem)
-    return parsed
+    return _named_apart(parsed, places) if len(parsed) > 1 else parsed  # one: nothing to name apart
+
+
+def _named_apart(parsed: list[Assertion], places: list[int]) -> list[Assertion]:
+    """A test's assertions with two of one name (two `contains`, two `not tool_called`) named by where each is
+    written, `assert[1]/contains`, as two defaults are (`defaults[1]/contains`): both were `contains` in the
+    console, result.json, JUnit and HTML, and which of them failed was the reader's guess."""
+    labels = collections.Counter(a.label for a in parsed)
+    return [a if labels[a.label] == 1 else replace(a, label=f"assert[{i}]/{a.label}")
+            for i, a in zip(places, parsed, strict=True)]

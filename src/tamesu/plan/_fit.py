@@ -1,7 +1,8 @@
 """An assertion that reads what its test's target never gives (an HTTP status, a phone call, the digits on the
 line, a handoff signal): it could only fail, or, negated or `handoff: false`, only pass, whatever the agent did.
 That is the suite's asking, not the agent's doing: validate warns where it is written and each run is an error
-(exit 2, fault `suite`), as an `on_turn` past the script is."""
+(exit 2, fault `suite`), as an `on_turn` past the script is. So is a `metric` no run of the target and no target
+type measures: a misspelt name, which failed every run as the agent's fault (or, `missing: pass`, passed it)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tamesu.checks import Assertion
 from tamesu.checks.base import Check
 from tamesu.checks.metric import Metric
 from tamesu.errors import Problem
-from tamesu.plan._slo_names import RUN_METRICS, base_of, measurable, measured_by, need_of, one_number
+from tamesu.plan._slo_names import RUN_METRICS, base_of, elsewhere, hint, measurable, measured_by, need_of, one_number
 from tamesu.targets.base import TargetSpec
 
 if TYPE_CHECKING:
@@ -50,9 +51,11 @@ def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] 
     check: Check[Any] = getattr(assertion.check, "inner", assertion.check)  # `negate: true` wraps it
     need, said = check.needs, _GIVES
     if isinstance(check, Metric):  # an SLO's (`missing: pass`) passes where its metric is not measured
+        metric = check.spec.name
+        if (misspelt := _measured_by_none(metric, name, target)) is not None:
+            return misspelt  # with `missing: pass` too: it would pass every run unchecked
         if check.spec.missing == "pass":
             return None
-        metric = check.spec.name
         if metric != base_of(metric) and one_number(base_of(metric)):  # `turns_p95`: no run has a statistic of it
             return f"{metric} is measured by no run: {base_of(metric)} is one number, it takes no " \
                    f"{metric.removeprefix(base_of(metric))}"
@@ -84,6 +87,20 @@ def _metric_need(metric: str, target: TargetSpec) -> str | None:
         # declared by a type that also talks in text (pipecat's `mode: text`): measured only in audio still
         return "speaks_audio" if measurable(metric, measured.SPOKEN) else None
     return need_of(metric)
+
+
+def _measured_by_none(metric: str, name: str, target: TargetSpec) -> str | None:
+    """A metric no run of the target and no target type measures (`turn_latncy_ms_p95`, `ttft`): a misspelt name,
+    which failed every run as the agent's fault, said with the name it is near. A target that does not say what it
+    measures (a plug-in's) is not judged."""
+    declared = targets.target_class(target.type).metric_names if targets.is_known(target.type) else None
+    if declared is None:
+        return None
+    known = RUN_METRICS | declared
+    if measurable(metric, known) or measurable(metric, elsewhere()):
+        return None
+    whose = f"{target.type} target {name}"
+    return f"{metric} is measured by no run of {whose}, nor by any other target type: {hint(metric, known, whose)}"
 
 
 def _not_of_this_one(metric: str, name: str, target: TargetSpec) -> str | None:

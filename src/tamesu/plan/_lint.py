@@ -103,8 +103,8 @@ def a2a_tool_assertions(suite: LoadedSuite, spec: TestSpec, assertions: list[Ass
         return []
     from tamesu import targets
 
-    if targets.target_class(target.type).reports_tool_calls:
-        return []
+    if targets.target_class(target.type).reports_tool_calls or _traced(suite):
+        return []  # with `traces:`, the agent's `execute_tool` spans are its calls (`checks.tools`)
     remote = set(suite.spec.remote_agents)
     warnings = []
     for index, assertion in enumerate(own):
@@ -114,7 +114,8 @@ def a2a_tool_assertions(suite: LoadedSuite, spec: TestSpec, assertions: list[Ass
         tools = ", ".join(n for n in names if n not in remote)
         warnings.append(suite.doc.problem((*loc, "assert", index), (
             f"an A2A agent reports no tool calls, so this assertion can never see {tools} (only the suite's "
-            f"remote agents, {', '.join(sorted(remote)) or 'none declared'}, count as calls)")))
+            f"remote agents, {', '.join(sorted(remote)) or 'none declared'}, count as calls; with `traces:`, the "
+            "agent's execute_tool spans do)")))
     return warnings
 
 

@@ -62,9 +62,10 @@ def vocabulary(suite: LoadedSuite, used: Iterable[str]) -> frozenset[str] | None
     return frozenset(names)
 
 
-def _elsewhere() -> frozenset[str]:
+@cache
+def elsewhere() -> frozenset[str]:
     """Every metric a built-in target type says it measures: asked only of a name the suite's own targets never
-    measure (it imports every built-in target type)."""
+    measure (it imports every built-in target type; a run asks it of each SLO its target does not measure)."""
     return frozenset().union(*targets.declared_metrics().values())
 
 
@@ -83,7 +84,7 @@ def one_number(metric: str) -> bool:
     metrics only of a statistic written of a name that is no distribution (it imports every built-in type)."""
     if metric in DISTRIBUTIONS:
         return False
-    return metric in RUN_METRICS or metric in measured.SPOKEN or metric in _elsewhere()
+    return metric in RUN_METRICS or metric in measured.SPOKEN or metric in elsewhere()
 
 
 def base_of(name: str) -> str:
@@ -123,6 +124,12 @@ def need_of(metric: str) -> str | None:
 def said(name: str, known: frozenset[str], whose: str) -> str:
     """The problem of an SLO on `name`, which nothing `whose` measures nor any target type: the nearest name any
     target type measures (and which, when not `whose`), else every one `whose` measures."""
+    return (f"{name} is measured by no run of {whose}, nor by any other target type, so this SLO would pass every "
+            f"test unchecked: {hint(name, known, whose)}")
+
+
+def hint(name: str, known: frozenset[str], whose: str) -> str:
+    """What a metric name no target type measures may have meant (`said`): the nearest name, else the known ones."""
     declared = targets.declared_metrics()
     every = known | frozenset().union(*declared.values())
     match = _SUFFIX.match(name)
@@ -138,15 +145,14 @@ def said(name: str, known: frozenset[str], whose: str) -> str:
     # the agent's span metrics are one family, said by name: the list stays one readable line
     listed = [n for n in (*_RUN, *sorted(known - RUN_METRICS))
               if n in known and not n.startswith("trace_") and n.removesuffix("_total") not in SPAN_METRICS]
-    hint = f"did you mean {close[0]}?" if close else \
+    nearest = f"did you mean {close[0]}?" if close else \
         f"the metrics: {', '.join(listed)}, and with traces: the agent's span metrics (docs/traces.md)"
     stats = _statistics(stat, close[0] if close else None, base, fixed, every)
     # a near name of another target type's (time_to_first_audio_ms on a rest suite) is said as theirs
     others = measured_by(close[0], declared) if close and not measurable(close[0], known) else []
     theirs = f"; {base_of(close[0])} is measured only by {targets.types_said(others)}, not by {whose}" if others \
         else ""
-    return (f"{name} is measured by no run of {whose}, nor by any other target type, so this SLO would pass every "
-            f"test unchecked: {hint}{f' ({stats})' if stats else ''}{theirs}")
+    return f"{nearest}{f' ({stats})' if stats else ''}{theirs}"
 
 
 def _statistics(stat: str, meant: str | None, base: str, fixed: list[str], every: frozenset[str]) -> str | None:
@@ -186,8 +192,8 @@ def suite_slo_problems(suite: LoadedSuite, used: set[str] | None) -> list[Proble
     kinds = sorted({suite.targets[name].type for name in used})
     whose = f"this suite's {' or '.join(kinds)} target{'s' if len(used) > 1 else ''}" if kinds else "it"
     unmeasured = [name for name in suite.spec.defaults.slo if not measurable(name, known)]
-    elsewhere = _elsewhere() if unmeasured else frozenset()
-    said_of = {name: said(name, known, whose) if not measurable(name, elsewhere) else
+    others = elsewhere() if unmeasured else frozenset()
+    said_of = {name: said(name, known, whose) if not measurable(name, others) else
                _of_their_kind(name, suite, used, whose) for name in unmeasured}
     return [suite.doc.problem(("defaults", "slo", name), why, key=True)
             for name, why in said_of.items() if why is not None]
@@ -204,6 +210,6 @@ def project_slo_problems(project: Project, known: list[frozenset[str] | None]) -
         return []
     every = frozenset().union(*(k for k in known if k is not None))
     unmeasured = [name for name in project.spec.defaults.slo if not measurable(name, every)]
-    elsewhere = _elsewhere() if unmeasured else frozenset()
+    others = elsewhere() if unmeasured else frozenset()
     return [project.doc.problem(("defaults", "slo", name), said(name, every, "any suite"), key=True)
-            for name in unmeasured if not measurable(name, elsewhere)]
+            for name in unmeasured if not measurable(name, others)]

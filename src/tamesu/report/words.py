@@ -26,9 +26,19 @@ def echoed_failure(error: str | None, failures: Sequence[AssertionResult]) -> As
         undecided = (failure.reason or "").removeprefix("not decided: ")
         # the error is the check's words alone or after its name (engine.grading): a check whose words only end
         # another's error (`no spans: ...` ending `judge: trace: true, but no spans: ...`) is not its echo
-        if error and undecided and undecided != failure.reason and error in (undecided, f"{failure.name}: {undecided}"):
+        if error and undecided and undecided != failure.reason and error in _error_forms(failure.name, undecided):
             return failure
     return None
+
+
+def _error_forms(name: str, undecided: str) -> set[str]:
+    """How engine.grading says a check's undecided words as the run's error: alone, after the check's name, or
+    after it in place of the name they begin with (`assert[0]/judge: X` of `judge: X`: not "judge: judge:")."""
+    forms = {undecided, f"{name}: {undecided}"}
+    for own in (name, name.rsplit("/", 1)[-1]):
+        if undecided.startswith(f"{own}:"):
+            forms.add(f"{name}:{undecided.removeprefix(f'{own}:')}")
+    return forms
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
