@@ -17,6 +17,7 @@ espeak-ng process ends with it (`tts._espeak_say` kills it) and nothing is kept 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ class Kept:
         self.max_bytes = max_bytes
         self._clips: OrderedDict[Key, Clip] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()
+        """The recordings are shared by every loop of the process (a test's agents serve on loops of their own)."""
         self._making: dict[tuple[asyncio.AbstractEventLoop, Key], _Making] = {}
 
     @property
@@ -61,9 +64,11 @@ class Kept:
 
     async def get(self, key: Key, make: Callable[[], Awaitable[Clip]], tally: Tally | None = None) -> Clip:
         """The recording of `key`: kept, being made for another caller, or made now by `make`."""
-        kept = self._clips.get(key)
+        with self._lock:
+            kept = self._clips.get(key)
+            if kept is not None:
+                self._clips.move_to_end(key)
         if kept is not None:
-            self._clips.move_to_end(key)
             _count(tally, made=False)
             return kept
         loop = asyncio.get_running_loop()
@@ -93,24 +98,21 @@ class Kept:
         size = clip.samples.nbytes
         if size > self.max_bytes:
             return
-        old = self._clips.pop(key, None)
-        if old is not None:
-            self._bytes -= old.samples.nbytes
-        self._clips[key] = clip
-        self._bytes += size
-        while self._bytes > self.max_bytes:
-            _key, dropped = self._clips.popitem(last=False)
-            self._bytes -= dropped.samples.nbytes
+        with self._lock:
+            old = self._clips.pop(key, None)
+            if old is not None:
+                self._bytes -= old.samples.nbytes
+            self._clips[key] = clip
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _key, dropped = self._clips.popitem(last=False)
+                self._bytes -= dropped.samples.nbytes
 
     def _forget(self, where: tuple[asyncio.AbstractEventLoop, Key], done: asyncio.Task[Clip]) -> None:
         if self._making.get(where) is not None and self._making[where].task is done:
             del self._making[where]
         if not done.cancelled():
             done.exception()  # retrieved: a failure its callers stopped waiting for is nobody's to log
-
-    def clear(self) -> None:
-        self._clips.clear()
-        self._bytes = 0
 
 
 def _count(tally: Tally | None, *, made: bool) -> None:
