@@ -387,7 +387,18 @@ def main() -> int:
                    for name, text in said.items()}
         if args.reply_delay_ms is not None:
             args.reply_s = reply_wav(REPLY, folder / "reply.wav", args.reply_pause_ms, TAIL_S, args.prompt_cache)
+        _speech_done()
         return asyncio.run(serve(args, folder, prompts, lengths))
+
+
+def _speech_done() -> None:
+    """Every prompt is spoken: the speech worker that spoke them (Piper loaded) is not needed again. It ends, or goes
+    back warm to the keeper it was borrowed from (`TAMESU_SPEECH_KEEPER`), for the next run that asks (a test's
+    `tamesu run` beside the agent); held for the agent's life, that run started a worker of its own and loaded Piper."""
+    with contextlib.suppress(ImportError):  # spoken by espeak-ng: no worker
+        from tamesu.audio import pool
+
+        pool.shutdown()
 
 
 def _die_with_parent_self() -> None:

@@ -43,7 +43,9 @@ def test_a_barge_ins_stop_agrees_with_the_phone_agents_own_clock(tamesu: Callabl
         ["--greeting", "Hello.", "--reply-delay-ms", "0", "--reply-pause-ms", "60", "--stop-delay-ms", str(delay),
          "--clock-file", str(tmp_path / f"stop_{delay}.jsonl")] for delay in STOPS_MS]), strict=True))
     try:
-        targets = {name: f'{{ type: sip, to: "{agent.uri}", idle: 2s, turn_timeout: 30s, max_duration: 60s }}'
+        # idle: the reply's one pause is 60 ms (agent's own file, played by baresip), so a second of silence ends a
+        # turn (2 s made each call's greeting and last reply a second longer to wait out)
+        targets = {name: f'{{ type: sip, to: "{agent.uri}", idle: 1s, turn_timeout: 30s, max_duration: 60s }}'
                    for name, agent in agents.items()}
         calls = calls_one_at_a_time(tamesu, tmp_path, targets=targets, test=TEST, repeat=3, timeout=560,
                                     again=lambda done: not_yet_within(_differences(tmp_path, done), 30))

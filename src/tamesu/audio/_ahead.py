@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from tamesu.audio import tts
+from tamesu.audio._kept import Tally
 from tamesu.audio.clip import Clip
 from tamesu.audio.voices import Voice
 
@@ -23,15 +24,16 @@ detects the end of speech itself takes for the end of the turn."""
 class Ahead:
     """At most one line's synthesis, started before the line is said."""
 
-    def __init__(self, voice_name: str | None, speaking_rate: float) -> None:
+    def __init__(self, voice_name: str | None, speaking_rate: float, tally: Tally | None = None) -> None:
         self.voice_name = voice_name
         self.speaking_rate = speaking_rate
+        self.tally = tally
         self._next: tuple[str, asyncio.Task[tuple[Clip, Voice]]] | None = None
 
     def start(self, words: str) -> None:
         """Synthesise `words` now, in the background (another line started before is dropped)."""
         self.cancel()
-        task = asyncio.ensure_future(tts.say(words, self.voice_name, self.speaking_rate))
+        task = asyncio.ensure_future(tts.say(words, self.voice_name, self.speaking_rate, tally=self.tally))
         # words never said: their synthesis's failure is nobody's (the line said instead fails on its own)
         task.add_done_callback(lambda done: done.cancelled() or done.exception())
         self._next = (words, task)
@@ -56,18 +58,18 @@ class Ahead:
             self._next = None
 
 
-async def first_sentence(text: str, voice_name: str | None, speaking_rate: float
+async def first_sentence(text: str, voice_name: str | None, speaking_rate: float, tally: Tally | None = None
                          ) -> tuple[Clip, Voice, asyncio.Task[tuple[Clip, Voice]] | None]:
     """`text` made only as it is to be said (a model's line talking over a reply): its first sentence, and the rest
     being synthesised while that is said, when the rest will be ready in time (HEADROOM); else the whole line."""
     first, *others = SENTENCE_END.split(text.strip(), maxsplit=1)
     began = time.monotonic()
-    clip, voice = await tts.say(first if others else text, voice_name, speaking_rate)
+    clip, voice = await tts.say(first if others else text, voice_name, speaking_rate, tally=tally)
     if not others:
         return clip, voice, None
     rest = others[0]
     took = time.monotonic() - began
-    task = asyncio.ensure_future(tts.say(rest, voice_name, speaking_rate))
+    task = asyncio.ensure_future(tts.say(rest, voice_name, speaking_rate, tally=tally))
     task.add_done_callback(lambda done: done.cancelled() or done.exception())
     if took * len(rest) / len(first) <= HEADROOM * clip.duration_ms / 1000:
         return clip, voice, task

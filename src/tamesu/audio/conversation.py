@@ -23,6 +23,7 @@ import numpy as np
 from tamesu.audio import _ahead, lag, noise, pool, stt, tts
 from tamesu.audio import metrics as audio_metrics
 from tamesu.audio._hearing import Hearing
+from tamesu.audio._kept import Tally
 from tamesu.audio.behaviors import Behaviour
 from tamesu.audio.clip import Clip
 from tamesu.audio.formats import AudioFormat, frames
@@ -62,7 +63,9 @@ class AudioConversation:
         self._earlier: tuple[float, str] | None = None
         """The arrival of the last speech of an earlier reply heard while waiting for the next, and why it was."""
         self.barge_ins = 0
-        self._ahead = _ahead.Ahead(self.voice_name, self.behaviour.speaking_rate)
+        self._tally = Tally()
+        """The lines synthesised for this call, and those it had from the run's kept recordings (`audio` event)."""
+        self._ahead = _ahead.Ahead(self.voice_name, self.behaviour.speaking_rate, self._tally)
         """The next line's words and their synthesis, started as this line is said."""
         self._due_ms: float | None = None
         """When the persona's behaviour has it talk over the reply heard now: its first speech and the delay drawn."""
@@ -141,9 +144,10 @@ class AudioConversation:
         if ahead is not None:
             return (*ahead, None)
         if barging:
-            clip, voice, rest = await _ahead.first_sentence(text, self.voice_name, self.behaviour.speaking_rate)
+            clip, voice, rest = await _ahead.first_sentence(text, self.voice_name, self.behaviour.speaking_rate,
+                                                            self._tally)
             return clip, voice, False, rest
-        clip, voice = await tts.say(text, self.voice_name, self.behaviour.speaking_rate)
+        clip, voice = await tts.say(text, self.voice_name, self.behaviour.speaking_rate, tally=self._tally)
         return clip, voice, False, None
 
     def _synthesise_ahead(self) -> None:
@@ -440,7 +444,8 @@ class AudioConversation:
         result = await asyncio.to_thread(audio_metrics.compute, user, agent, self.turns)
         self.session.event("audio", file=WAV_NAME, seconds=round(self.recorder.length() / self.recorder.rate, 3),
                            voice=self.voice_name, barge_ins=self.barge_ins,
-                           late_frame_ms_max=round(self.pacer.late_ms_max, 1), **paced, **self._hearing.counts())
+                           late_frame_ms_max=round(self.pacer.late_ms_max, 1), synthesised=self._tally.made,
+                           synthesis_reused=self._tally.reused, **paced, **self._hearing.counts())
         result.update({k: v for k, v in paced.items() if k != "frames_sent"})
         for name, value in result.items():
             self.session.counters[name] = value

@@ -10,10 +10,8 @@ Piper speaks without its generator and duration noise: with the voice's defaults
 differently each time (a different length, and Whisper heard "for two on Friday" in one take and "for two and
 Friday" in the next), so a voice test would pass or fail by chance. Without the noise a text is one recording.
 
-So a text is synthesised once per run and voice and rate (`say` keeps the last `SPOKEN_KEPT` recordings, and
-conversations asking for the same text at once share one synthesis): a load test of 16 callers saying the
-same script made 16 identical syntheses at its start, each 0.3-0.5 s of a core taken from the frames of the
-calls already talking. A kept recording is read-only: a caller's gain and noise make new arrays.
+So a text is synthesised once per run, voice and rate, by either engine (`say` keeps the recordings, bounded in
+bytes, and conversations asking for the same text at once share one synthesis: `tamesu.audio._kept`).
 """
 
 from __future__ import annotations
@@ -24,12 +22,12 @@ import io
 import shutil
 import threading
 import wave
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
 from tamesu.audio import pool, voices
+from tamesu.audio._kept import Kept, Tally
 from tamesu.audio.clip import Clip
 from tamesu.audio.voices import Voice
 
@@ -39,10 +37,8 @@ ESPEAK_WPM = 175
 _loaded: dict[str, object] = {}
 _load_lock = threading.Lock()
 _run_lock = threading.Lock()
-SPOKEN_KEPT = 64
-"""Recordings kept (a 5 s sentence is about 220 kB at Piper's 22.05 kHz)."""
-_spoken: OrderedDict[tuple[str, str, float], Clip] = OrderedDict()
-_speaking: dict[tuple[asyncio.AbstractEventLoop, tuple[str, str, float]], asyncio.Task[Clip]] = {}
+kept = Kept()
+"""Every recording the run has made (and is making), by engine, voice, rate and text."""
 
 
 class SpeechError(Exception):
@@ -97,35 +93,17 @@ async def _espeak_say(voice: Voice, text: str, rate: float = 1.0) -> Clip:
     return Clip(np.frombuffer(frames, dtype="<i2").astype(np.int16), sample_rate)
 
 
-async def say(text: str, voice_name: str | None = None, rate: float = 1.0) -> tuple[Clip, Voice]:
-    """`text` spoken by the named voice (None: the default one), `rate` times its own pace."""
+async def say(text: str, voice_name: str | None = None, rate: float = 1.0, *,
+              tally: Tally | None = None) -> tuple[Clip, Voice]:
+    """`text` spoken by the named voice (None: the default one), `rate` times its own pace: synthesised the first
+    time the run asks for it, kept after (`tally` counts which it was)."""
     voice = voices.find(voice_name)
     if voice is None:
         raise SpeechError(voices.unknown_message(voice_name) if voice_name else "no voice is installed")
-    if voice.engine == "piper":
-        return await _piper_once(voice, text, rate), voice
-    return await _espeak_say(voice, text, rate), voice
-
-
-async def _piper_once(voice: Voice, text: str, rate: float) -> Clip:
-    """Piper's recording of `text`, synthesised (in the speech worker) only the first time it is asked."""
-    key = (voice.ref, text, rate)
-    kept = _spoken.get(key)
-    if kept is not None:
-        _spoken.move_to_end(key)
-        return kept
-    loop = asyncio.get_running_loop()
-    making = _speaking.get((loop, key))
-    if making is None:
-        making = _speaking[(loop, key)] = loop.create_task(pool.run("synthesise", piper_say, voice, text, rate))
-        making.add_done_callback(lambda _done: _speaking.pop((loop, key), None))
-    # shielded: one caller cancelled (its test timed out) does not cancel the synthesis the others wait for
-    clip = await asyncio.shield(making)
-    clip.samples.flags.writeable = False
-    _spoken[key] = clip
-    while len(_spoken) > SPOKEN_KEPT:
-        _spoken.popitem(last=False)
-    return clip
+    piper = voice.engine == "piper"
+    make = (lambda: pool.run("synthesise", piper_say, voice, text, rate)) if piper else (
+        lambda: _espeak_say(voice, text, rate))
+    return await kept.get((voice.engine, voice.ref, rate, text), make, tally), voice
 
 
 def preload(voice_name: str | None = None) -> None:
