@@ -54,12 +54,19 @@ _PACKAGES = ("tamesu", "aiohttp", "multidict", "yarl", "openai", "anthropic", "h
              "aiohappyeyeballs", "frozenlist", "aiosignal")
 
 
-def _child(profile_out: str, argv: list[str]) -> None:
+def _child(profile_out: str, warm: list[str], argv: list[str]) -> None:
     """In the profiled process: `tamesu <argv>` (or, `argv` starting with a script's path, that script) under
-    cProfile, the profile written to `profile_out`."""
+    cProfile, the profile written to `profile_out`, the modules `warm` imported before it starts."""
+    import importlib
     import runpy
 
     from tamesu.cli.main import entry
+
+    # what the run would import as it goes (the plan, the runner, the model SDK at its first call): a module's
+    # import is the same at both sizes, so it cancels out of a turn's count, but under cProfile it was most of
+    # each run (anthropic's some 4,000 modules: 15 of a 10-conversation run's 25 s, 3x its unprofiled time)
+    for name in warm:
+        importlib.import_module(name)
 
     script = argv[0] if argv and argv[0].endswith(".py") else None
     sys.argv = [script, *argv[1:]] if script else ["tamesu", *argv]
@@ -159,12 +166,17 @@ def counts(profile: Path) -> tuple[dict[str, int], dict[str, int], dict[str, int
     return by_package, by_function, out_of_tamesu
 
 
+_WARM = ("tamesu.plan", "tamesu.engine.runner", "tamesu.report.console", "tamesu.store.writer")
+"""What every profiled `tamesu run` imports before it starts (the model SDK of a persona run besides)."""
+
+
 def profile_run(folder: Path, out_root: Path, suite: Path, parallel: int, extra: list[str],
-                floor: list[str] | None = None) -> Path:
+                floor: list[str] | None = None, extra_warm: tuple[str, ...] = ()) -> Path:
     """One profiled `tamesu run` of `suite`; with `floor`, the aiohttp loop's script and arguments instead."""
     out = out_root / f"out-{suite.stem}"
     profile = folder / f"{suite.stem}{'-floor' if floor else ''}.prof"
-    command = [PYTHON, str(Path(__file__).resolve()), "--child", str(profile), "--",
+    warm = [] if floor else list(_WARM) + list(extra_warm)
+    command = [PYTHON, str(Path(__file__).resolve()), "--child", str(profile), ",".join(warm), "--",
                *(floor or ["run", str(suite), "--parallel", str(parallel), "--out", str(out), "--color", "never",
                            *extra])]
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=1800)
@@ -197,7 +209,9 @@ def per_turn(folder: Path, out_root: Path, workload: str, small: int, large: int
                 extra = []
                 script = [str(BENCH / "baseline_client.py"), f"{agent.url}/chat", str(size), str(TURNS),
                           str(parallel), "aiohttp"]
-            profiles[size] = counts(profile_run(folder, out_root, suite, parallel, extra, script if floor else None))
+            sdk = (f"tamesu.models.{shape}", shape) if model is not None else ()
+            profiles[size] = counts(profile_run(folder, out_root, suite, parallel, extra, script if floor else None,
+                                                sdk))
     finally:
         agent.stop()
         if model is not None:
@@ -232,7 +246,7 @@ def table(workload: str, by_package: dict[str, float], by_function: dict[str, fl
 
 def main() -> int:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        _child(sys.argv[2], sys.argv[4:])
+        _child(sys.argv[2], [name for name in sys.argv[3].split(",") if name], sys.argv[5:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workload", choices=("rest", "persona", "both"), default="both")
     parser.add_argument("--shape", choices=("openai", "anthropic"), default="openai",

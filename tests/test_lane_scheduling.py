@@ -58,7 +58,8 @@ def test_lanes_run_on_the_lane_workers_one_each_and_the_third_worker_runs_the_re
     shutil.copy(Path(__file__).with_name("lane_scheduling.py"), tmp_path)
     log = tmp_path / "ran.jsonl"
     done = forked.run(["-p", "no:cacheprovider", "-p", "no:asyncio", "-p", "no:randomly", "--rootdir",
-                       str(tmp_path), "-c", os.devnull, "-q", "-n", "3", "--dist", "loadgroup", "test_lanes.py"],
+                       str(tmp_path), "--confcutdir", str(tmp_path), "-c", os.devnull, "-q", "-n", "3", "--dist",
+                       "loadgroup", "test_lanes.py"],
                       tmp_path, {**os.environ, "LANE_LOG": str(log), "NO_COLOR": "1"}, 120, module="pytest")
     assert done.returncode == 0, done.stdout + done.stderr
     ran = [json.loads(line) for line in log.read_text().splitlines()]
@@ -108,7 +109,8 @@ def test_a_lane_goes_to_the_lane_worker_free_first_not_to_one_with_a_long_test_s
     shutil.copy(Path(__file__).with_name("lane_scheduling.py"), tmp_path)
     log = tmp_path / "ran.jsonl"
     done = forked.run(["-p", "no:cacheprovider", "-p", "no:asyncio", "-p", "no:randomly", "--rootdir",
-                       str(tmp_path), "-c", os.devnull, "-q", "-n", "3", "--dist", "loadgroup", "test_lanes.py"],
+                       str(tmp_path), "--confcutdir", str(tmp_path), "-c", os.devnull, "-q", "-n", "3", "--dist",
+                       "loadgroup", "test_lanes.py"],
                       tmp_path, {**os.environ, "LANE_LOG": str(log), "NO_COLOR": "1"}, 120, module="pytest")
     assert done.returncode == 0, done.stdout + done.stderr
     ran = {r["test"]: r for r in map(json.loads, log.read_text().splitlines())}
