@@ -26,6 +26,17 @@ class StoreError(Exception):
     """The store cannot be used: the extra is missing, the URL is wrong, the database is down."""
 
 
+class StoreLocked(StoreError):
+    """Another writer (a run beside this one, `tamesu store import`) kept a SQLite store locked for longer than
+    a write waits: one line naming the file and how long this waited."""
+
+    def __init__(self, path: str, waited: float) -> None:
+        super().__init__(f"store: {path} stayed locked by another writer: waited {waited:.1f} s, the most a write "
+                         "waits (TAMESU_STORE_TIMEOUT)")
+        self.path = path
+        self.waited = waited
+
+
 def store_url(setting: str | bool | None, project_dir: Path, environ: dict[str, str] | None = None) -> str | None:
     """The SQLAlchemy URL the run writes to, or None when the store is off.
 
