@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tamesu.results.records import RunResult, TestResult
-from tamesu.store import CORE_HINT, EXTRA_HINT, StoreError, shown_url
+from tamesu.store import CORE_HINT, EXTRA_HINT, StoreError, password_hidden
 from tamesu.store.lite import (
     HEAD_REVISION,
     SERVER_WAIT_S,
@@ -47,7 +47,7 @@ def _make_engine(url: str) -> tuple[Engine, float]:
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError as exc:
-        raise StoreError(f"store: not a database URL: {shown_url(url)}") from exc
+        raise StoreError(f"store: not a database URL: {password_hidden(url)}") from exc
     if parsed.get_backend_name() == "sqlite":
         if parsed.database:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
@@ -76,7 +76,7 @@ class Store:
 
     @property
     def shown(self) -> str:
-        return shown_url(self.url)
+        return password_hidden(self.url)
 
     def close(self) -> None:
         self.engine.dispose()

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from tamesu.store import StoreError, StoreLocked, shown_url
+from tamesu.store import StoreError, StoreLocked, password_hidden
 from tamesu.store.records import PartInfo, RunInfo
 
 HEAD_REVISION = "0004"
@@ -179,7 +179,7 @@ class LiteStore:
 
     @property
     def shown(self) -> str:
-        return shown_url(self.url)
+        return password_hidden(self.url)
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
