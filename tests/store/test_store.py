@@ -252,6 +252,8 @@ def test_a_store_that_is_down_is_a_warning_and_import_fills_it_in(tmp_path: Path
 
 
 def test_a_locked_sqlite_store_is_a_warning(tmp_path: Path, tamesu, agent_url: str, monkeypatch) -> None:
+    """A store another writer keeps locked past TAMESU_STORE_TIMEOUT: the run's warning and `tamesu store
+    import`'s error (exit 3) are one line naming the file and how long it waited, not the driver's words."""
     import sqlite3
 
     root = project(tmp_path, agent_url, TWO_TESTS)
@@ -260,14 +262,21 @@ def test_a_locked_sqlite_store_is_a_warning(tmp_path: Path, tamesu, agent_url: s
     holder = sqlite3.connect(path)
     holder.execute("BEGIN EXCLUSIVE")
     try:
-        result = tamesu(["run", "--out", "out"], cwd=root,
-                        env={"TAMESU_STORE": str(path), "TAMESU_STORE_TIMEOUT": "0.2"})
+        env = {"TAMESU_STORE": str(path), "TAMESU_STORE_TIMEOUT": "0.2"}
+        result = tamesu(["run", "--out", "out"], cwd=root, env=env)
+        imported = tamesu(["store", "import", str(next((root / "out").iterdir()))], cwd=root, env=env)
     finally:
         holder.rollback()
         holder.close()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "warning: store: cannot write to sqlite:///" in result.stdout + result.stderr
-    assert "database is locked" in result.stdout + result.stderr
+    said = [line for line in (result.stdout + result.stderr).splitlines() if "warning: store:" in line]
+    assert len(said) == 1, result.stdout + result.stderr
+    assert said[0].startswith(f"warning: store: {path} stayed locked by another writer: waited 0."), said
+    assert said[0].endswith("s, the most a write waits (TAMESU_STORE_TIMEOUT); the run folder is complete, "
+                            "`tamesu store import RUN_DIR` fills the store in later"), said
+    assert imported.returncode == 3, imported.stdout + imported.stderr
+    assert imported.stderr.startswith(f"store: {path} stayed locked by another writer: waited 0."), imported.stderr
+    assert len(imported.stderr.splitlines()) == 1 and "Traceback" not in imported.stderr, imported.stderr
 
 
 def test_without_sqlalchemy_the_default_store_is_a_warning_and_a_configured_one_names_it(tmp_path: Path, tamesu,

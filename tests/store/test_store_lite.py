@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from tamesu.store import StoreLocked, lite
 from tamesu.store import _tables as t
-from tamesu.store import lite
 from tamesu.store.db import Store
 from tamesu.store.queries import Reader
 from tamesu.store.records import PartInfo, RunInfo
@@ -189,28 +190,137 @@ def test_a_created_store_holds_what_sqlalchemys_holds(tmp_path: Path) -> None:
     assert _read_back(lite_url, "r1") == _read_back(full_url, "r1")
 
 
-def test_runs_that_create_one_store_at_once_make_its_tables_once(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
-    writers: list[Store | lite.LiteStore] = [lite.open_lite(url) or pytest.fail("no lite writer") for _ in range(3)]
-    writers.append(Store(url))  # an older tamesu's way in, under the same lock
-    failed: list[BaseException] = []
+def _create_at_once(writers: list[Store | lite.LiteStore]) -> list[str]:
+    """Every writer's `migrate` on a thread of its own, all at once; what failed, each as the writer and the
+    lines of tamesu's code it failed in (a failure under load then says which path gave up)."""
+    failed: list[str] = []
 
     def create(writer: Store | lite.LiteStore) -> None:
         try:
             writer.migrate()
-        except BaseException as exc:  # said by the assertion below, on the test's thread
-            failed.append(exc)
+        except BaseException as exc:  # said by the caller's assertion, on the test's thread
+            where = "; ".join(line.strip() for line in traceback.format_exc().splitlines() if "/tamesu/" in line)
+            failed.append(f"{type(writer).__name__}: {type(exc).__name__}: {str(exc).splitlines()[0]} ({where})")
 
     threads = [threading.Thread(target=create, args=(writer,)) for writer in writers]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(30)
+        # above the longest a writer may wait for another (the migration lock, then SQLite's), so a writer the
+        # load slowed down fails on its own bound, said, rather than be left running here
+        thread.join(2 * lite.SQLITE_WAIT_S + 30)
     for writer in writers:
         writer.close()
-    assert failed == [] and not any(thread.is_alive() for thread in threads)
+    assert not any(thread.is_alive() for thread in threads), failed
+    return failed
+
+
+def test_runs_that_create_one_store_at_once_make_its_tables_once(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writers: list[Store | lite.LiteStore] = [lite.open_lite(url) or pytest.fail("no lite writer") for _ in range(3)]
+    writers.append(Store(url))  # an older tamesu's way in, under the same lock
+    assert _create_at_once(writers) == []
     assert _schema(tmp_path / "s.db")[1] == [(lite.HEAD_REVISION,)]
     assert sorted(p.name for p in tmp_path.iterdir() if "lock" in p.name) == []  # no s.db.migrate-lock left
+
+
+def test_runs_that_create_one_store_while_another_makes_it_wait_for_it(tmp_path: Path) -> None:
+    """The first connection to a new file switches it to WAL, a write that SQLite refuses at once, whatever the
+    busy timeout, to a second connection switching it at the same moment: a run on a loaded machine (its disk
+    slow to sync) made another fail with "database is locked". Here a run holds that switch for half a second
+    (the migration lock, then the file's write lock, as a first connection switching it does) while three
+    writers start: each waits for it, and the tables are made once."""
+    path = tmp_path / "s.db"
+    url = f"sqlite:///{path}"
+    writers: list[Store | lite.LiteStore] = [lite.open_lite(url) or pytest.fail("no lite writer") for _ in range(2)]
+    writers.append(Store(url))
+    switching, done = threading.Event(), threading.Event()
+
+    def first_connection() -> None:
+        with lite._migration_lock(str(path)):
+            holder = sqlite3.connect(path, isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")
+            holder.execute("PRAGMA user_version = 0")
+            switching.set()
+            done.wait(0.5)
+            holder.execute("ROLLBACK")
+            holder.execute("PRAGMA journal_mode=WAL")
+            holder.close()
+
+    holder = threading.Thread(target=first_connection)
+    holder.start()
+    try:
+        assert switching.wait(30)
+        assert _create_at_once(writers) == []
+    finally:
+        done.set()
+        holder.join(30)
+    assert _schema(path)[1:] == ([(lite.HEAD_REVISION,)], "wal")
+    assert sorted(p.name for p in tmp_path.iterdir() if "lock" in p.name) == []
+
+
+def test_a_write_waits_for_another_writer_as_long_as_the_timeout_then_says_so(tmp_path: Path, monkeypatch) -> None:
+    """Runs side by side on one store wait for each other: by default a minute (one CI run gave up after the 5 s
+    it was), for SQLite's lock as for the migration lock; past it, one line naming the file and the wait."""
+    monkeypatch.delenv("TAMESU_STORE_TIMEOUT", raising=False)
+    path = tmp_path / "s.db"
+    url = f"sqlite:///{path}"
+    full, fast = Store(url), lite.open_lite(url)
+    assert fast is not None
+    full.migrate()
+    fast.migrate()
+    with full.engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 60_000
+    assert fast._connect().execute("PRAGMA busy_timeout").fetchone()[0] == 60_000
+    assert full.timeout == fast.timeout == lite.SQLITE_WAIT_S == 60
+    full.close()
+    fast.close()
+
+    monkeypatch.setenv("TAMESU_STORE_TIMEOUT", "0.3")
+    run = RunInfo(id="r1", started_at="2026-12-03T10:00:00+00:00", commit=None, branch=None, project="/p",
+                  tamesu_version="1")
+    part = PartInfo(dir="/runs/r1", started_at=run.started_at)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another run's write, longer than the wait
+    try:
+        for writer in (Store(url), lite.open_lite(url) or pytest.fail("no lite writer")):
+            writer.migrate()  # reads: WAL lets them past a writer
+            started = time.monotonic()
+            with pytest.raises(StoreLocked) as locked:
+                writer.begin_part(run, part)
+            waited = time.monotonic() - started
+            writer.close()
+            assert 0.3 <= locked.value.waited <= waited, (locked.value.waited, waited)
+            assert str(locked.value) == (f"store: {path} stayed locked by another writer: waited "
+                                         f"{locked.value.waited:.1f} s, the most a write waits (TAMESU_STORE_TIMEOUT)")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+    new = str(tmp_path / "new.db")
+    creator = lite.open_lite(f"sqlite:///{new}")
+    assert creator is not None and creator.create
+    taken, done = threading.Event(), threading.Event()
+
+    def making() -> None:  # another run making the store, for longer than the wait
+        with lite._migration_lock(new):
+            taken.set()
+            done.wait(30)
+
+    maker = threading.Thread(target=making)
+    maker.start()
+    try:
+        assert taken.wait(30)
+        started = time.monotonic()
+        with pytest.raises(StoreLocked) as locked:
+            creator.migrate()
+        assert 0.3 <= locked.value.waited <= time.monotonic() - started and locked.value.path == new
+    finally:
+        done.set()
+        maker.join(30)
+    creator.migrate()  # the lock let go: the store is made
+    creator.close()
+    assert _schema(Path(new))[1:] == ([(lite.HEAD_REVISION,)], "wal")
 
 
 def test_the_migration_lock_leaves_no_file_and_is_held_by_one_at_a_time(tmp_path: Path) -> None:

@@ -241,9 +241,9 @@ def open_store_writer(project: Project, redactor: Redactor, origin: Any, shard: 
         if isinstance(exc, OSError):
             # a store that cannot be written is a warning (docs/store.md), here as when a write fails: the run
             # runs, and `tamesu store import` fills the store in later (it was a bare "[Errno 2] ..." and exit 2)
-            from tamesu.store import shown_url
+            from tamesu.store import password_hidden
 
-            warn(f"store: cannot write to {shown_url(url)}: {exc.strerror or exc}; history is off for this run "
+            warn(f"store: cannot write to {password_hidden(url)}: {exc.strerror or exc}; history is off for this run "
                  "(`tamesu store import RUN_DIR` adds it later)")
             return None
         click.echo(str(exc), err=True)

@@ -63,9 +63,12 @@ def open_store(url_option: str | None, config: str | None, *, existing: bool = F
     try:
         store.migrate()
     except Exception as exc:
+        from tamesu.store import StoreLocked
         from tamesu.store.writer import _short
 
-        click.echo(f"store: cannot open {store.shown}: {_short(exc)}", err=True)
+        # a SQLite file another writer kept locked past the wait: its own line names the file and the wait
+        click.echo(str(exc) if isinstance(exc, StoreLocked) else f"store: cannot open {store.shown}: {_short(exc)}",
+                   err=True)
         sys.exit(EXIT_INFRA)
     return store, project
 
@@ -100,6 +103,7 @@ def store_group() -> None:
 def import_command(dirs: tuple[str, ...], store_url_option: str | None, config: str | None) -> None:
     """Write run folders into the store (a folder of runs imports each); importing again replaces."""
     from tamesu.report.load import RunDirError, run_dirs_in
+    from tamesu.store import StoreError
     from tamesu.store.importer import import_run
 
     store, _ = open_store(store_url_option, config)
@@ -115,6 +119,9 @@ def import_command(dirs: tuple[str, ...], store_url_option: str | None, config: 
             except RunDirError as exc:
                 click.echo(str(exc), err=True)
                 sys.exit(EXIT_CONFIG)
+            except StoreError as exc:  # a SQLite store another writer kept locked past the wait
+                click.echo(f"{exc}; {folder} is not imported", err=True)
+                sys.exit(EXIT_INFRA)
             click.echo(f"imported {folder}: {tests} test(s) as run {run_id}")
             for problem in problems:
                 click.echo(f"warning: {problem}", err=True)

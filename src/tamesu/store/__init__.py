@@ -26,6 +26,17 @@ class StoreError(Exception):
     """The store cannot be used: the extra is missing, the URL is wrong, the database is down."""
 
 
+class StoreLocked(StoreError):
+    """Another writer (a run beside this one, `tamesu store import`) kept a SQLite store locked for longer than
+    a write waits: one line naming the file and how long this waited."""
+
+    def __init__(self, path: str, waited: float) -> None:
+        super().__init__(f"store: {path} stayed locked by another writer: waited {waited:.1f} s, the most a write "
+                         "waits (TAMESU_STORE_TIMEOUT)")
+        self.path = path
+        self.waited = waited
+
+
 def store_url(setting: str | bool | None, project_dir: Path, environ: dict[str, str] | None = None) -> str | None:
     """The SQLAlchemy URL the run writes to, or None when the store is off.
 
@@ -73,11 +84,21 @@ def is_default(setting: str | bool | None, environ: dict[str, str] | None = None
     return _setting(setting, environ) is None
 
 
-def shown_url(url: str) -> str:
-    """A URL as warnings print it: never the password."""
+def password_hidden(url: str) -> str:
+    """A database URL as the store's lines name it: its user kept (which role the store is opened as, which the
+    driver's own errors name too), its password `***` and its query `?...` (libpq reads `?password=` as well).
+
+    Not `net.urls.shown_url`, which hides the whole `user:password@` of an agent's URL, where a token may stand
+    alone. Parsed by hand, not by urlsplit: a password is often written unescaped (`#`, `/`, `?`, `@` in it), so
+    everything before the last `@` is the userinfo; a SQLite path (`sqlite:///...`) has none, `@` and `:` in it
+    are a folder's name."""
     scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
+    if not sep:
         return url
-    credentials, _, host = rest.rpartition("@")
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in credentials else f"{scheme}://{user}@{host}"
+    userinfo = ""
+    if not rest.startswith("/") and "@" in rest:
+        credentials, _, rest = rest.rpartition("@")
+        user, colon, _ = credentials.partition(":")
+        userinfo = f"{user}:***@" if colon else f"{user}@"
+    where, query, _ = rest.partition("?")
+    return f"{scheme}://{userinfo}{where}{'?...' if query else ''}"

@@ -8,8 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from tamesu.results.records import RunResult, TestResult
-from tamesu.store import CORE_HINT, EXTRA_HINT, StoreError, shown_url
-from tamesu.store.lite import HEAD_REVISION, SQLITE_PRAGMAS, _migration_lock, store_timeout
+from tamesu.store import CORE_HINT, EXTRA_HINT, StoreError, password_hidden
+from tamesu.store.lite import (
+    HEAD_REVISION,
+    SERVER_WAIT_S,
+    SQLITE_WAIT_S,
+    _migration_lock,
+    is_busy,
+    set_pragmas,
+    store_timeout,
+    waiting_on,
+)
 from tamesu.store.records import (  # re-exported: the store's plain data, importable without SQLAlchemy
     PartInfo,
     RunInfo,
@@ -33,28 +42,28 @@ _MIGRATIONS = Path(__file__).parent / "migrations"
 _ADVISORY_LOCK = 7_154_221  # any constant: serialises migrations of shards that start at once on PostgreSQL
 
 
-def _make_engine(url: str) -> Engine:
+def _make_engine(url: str) -> tuple[Engine, float]:
+    """The engine and how long its writes wait (for a SQLite file's other writers, or to reach a server)."""
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError as exc:
-        raise StoreError(f"store: not a database URL: {shown_url(url)}") from exc
+        raise StoreError(f"store: not a database URL: {password_hidden(url)}") from exc
     if parsed.get_backend_name() == "sqlite":
         if parsed.database:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(parsed, connect_args={"timeout": store_timeout()})
+        timeout = store_timeout(SQLITE_WAIT_S)
+        engine = sa.create_engine(parsed, connect_args={"timeout": timeout})
 
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_connection: Any, _record: Any) -> None:
-            cursor = dbapi_connection.cursor()
-            for pragma in SQLITE_PRAGMAS:
-                cursor.execute(pragma)
-            cursor.close()
+            set_pragmas(dbapi_connection, parsed.database, timeout)
 
-        return engine
+        return engine, timeout
     if parsed.get_backend_name() == "postgresql":
+        timeout = store_timeout(SERVER_WAIT_S)
         try:
             return sa.create_engine(parsed, pool_pre_ping=True, connect_args={
-                "connect_timeout": max(1, round(store_timeout())), "options": "-c statement_timeout=30000"})
+                "connect_timeout": max(1, round(timeout)), "options": "-c statement_timeout=30000"}), timeout
         except ImportError as exc:
             raise StoreError(EXTRA_HINT + f" ({exc})") from None
     raise StoreError(f"store: {parsed.get_backend_name()} is not supported (sqlite or postgresql)")
@@ -63,19 +72,33 @@ def _make_engine(url: str) -> Engine:
 class Store:
     def __init__(self, url: str) -> None:
         self.url = url
-        self.engine = _make_engine(url)
+        self.engine, self.timeout = _make_engine(url)
 
     @property
     def shown(self) -> str:
-        return shown_url(self.url)
+        return password_hidden(self.url)
 
     def close(self) -> None:
         self.engine.dispose()
 
     # migrations
 
+    def _file(self) -> str | None:
+        """The SQLite file, whose other writers a write may wait for; None for a server or memory."""
+        database = self.engine.url.database
+        return database if self.engine.dialect.name == "sqlite" and database and database != ":memory:" else None
+
+    def _waiting(self) -> contextlib.AbstractContextManager[None]:
+        """What may wait for the SQLite file's other writers: "database is locked" said as StoreLocked."""
+        file = self._file()
+        return waiting_on(file) if file else contextlib.nullcontext()
+
     def migrate(self) -> None:
         """Bring the schema to the newest revision (creates it in an empty database)."""
+        with self._waiting():
+            self._migrate()
+
+    def _migrate(self) -> None:
         if self._stored_revision() == HEAD_REVISION:
             return  # the common case, without loading Alembic (half a second of CPU)
         from alembic import command
@@ -97,7 +120,9 @@ class Store:
         try:
             with self.engine.connect() as connection:
                 return connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
-        except sa.exc.DBAPIError:
+        except sa.exc.DBAPIError as exc:
+            if is_busy(exc):
+                raise  # another writer's lock, not an empty database
             return None  # no table yet: an empty database
 
     @contextlib.contextmanager
@@ -112,17 +137,17 @@ class Store:
                     holder.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _ADVISORY_LOCK})
                     holder.commit()
             return
-        database = self.engine.url.database
-        if not database or database == ":memory:":
+        database = self._file()
+        if database is None:
             yield
             return
-        with _migration_lock(database):  # the one `lite` takes to create a new file
+        with _migration_lock(database, self.timeout):  # the one `lite` takes to create a new file
             yield
 
     def revision(self) -> str | None:
         from alembic.runtime.migration import MigrationContext
 
-        with self.engine.connect() as connection:
+        with self._waiting(), self.engine.connect() as connection:
             return MigrationContext.configure(connection).get_current_revision()
 
     # writes
@@ -132,7 +157,7 @@ class Store:
 
         `replace` (import) first removes an earlier part of the same run and folder, so importing twice
         leaves one copy."""
-        with self.engine.begin() as connection:
+        with self._waiting(), self.engine.begin() as connection:
             _insert_run(connection, run)
             if replace:
                 old = connection.execute(sa.select(t.run_parts.c.id).where(
@@ -152,7 +177,7 @@ class Store:
         """Finished tests (`test_record`s) in one transaction of three statements, however many there are."""
         if not records:
             return
-        with self.engine.begin() as connection:
+        with self._waiting(), self.engine.begin() as connection:
             ids = connection.execute(
                 t.test_results.insert().returning(t.test_results.c.id, sort_by_parameter_order=True),
                 [{**r["test"], "run_id": run.id, "part_id": part_id, "commit": run.commit,
@@ -172,7 +197,7 @@ class Store:
     def finish_part(self, part_id: int, finished_at: str, exit_code: int, counts: dict[str, int],
                     interrupted: str | None) -> int:
         """Close the part; how many runs the store now holds (the console's pointer to `tamesu view`)."""
-        with self.engine.begin() as connection:
+        with self._waiting(), self.engine.begin() as connection:
             connection.execute(t.run_parts.update().where(t.run_parts.c.id == part_id).values(
                 finished_at=finished_at, exit_code=exit_code, counts=counts, interrupted=interrupted))
             return int(connection.execute(sa.select(sa.func.count()).select_from(t.runs)).scalar() or 0)

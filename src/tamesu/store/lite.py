@@ -16,11 +16,13 @@ import contextlib
 import json
 import os
 import sqlite3
+import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from tamesu.store import StoreError, shown_url
+from tamesu.store import StoreError, StoreLocked, password_hidden
 from tamesu.store.records import PartInfo, RunInfo
 
 HEAD_REVISION = "0004"
@@ -40,18 +42,26 @@ JSON_COLUMNS = frozenset({"tags", "slo", "stats", "transcript", "trace_ids", "sp
 SCHEMA_FILE = Path(__file__).with_name("schema.sql")
 """The CREATE statements of a store at HEAD_REVISION as the migrations make them (scripts/gen_store_schema.py)."""
 SQLITE_PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA foreign_keys=ON")
-"""Run on every SQLite connection, by this writer and by `db`'s engine: WAL lets `tamesu view` read while runs
-write; NORMAL syncs at checkpoints, not every commit; SQLite leaves foreign keys off unless asked."""
+"""Run on every SQLite connection, by this writer and by `db`'s engine (`set_pragmas`): WAL lets `tamesu view` read
+while runs write; NORMAL syncs at checkpoints, not every commit; SQLite leaves foreign keys off unless asked."""
 
 
-def store_timeout() -> float:
+SQLITE_WAIT_S = 60.0
+"""How long a write waits for another writer of the same SQLite file (its migration lock, then SQLite's own
+lock) before it gives up. Generous: runs side by side on one store hold it for milliseconds at a time, but on a
+loaded machine a commit can wait seconds for the disk, and one CI run gave up after the 5 s this was."""
+SERVER_WAIT_S = 5.0
+"""How long connecting to a PostgreSQL server waits: one that is down is said this soon."""
+
+
+def store_timeout(default: float = SERVER_WAIT_S) -> float:
     """How long a write waits for a locked SQLite file or an unreachable server before it gives up
-    (TAMESU_STORE_TIMEOUT seconds, default 5)."""
+    (TAMESU_STORE_TIMEOUT seconds; unset, `default`: SQLITE_WAIT_S for a file, SERVER_WAIT_S for a server)."""
     import math
 
     given = os.environ.get("TAMESU_STORE_TIMEOUT", "").strip()
     if not given:
-        return 5.0
+        return default
     try:
         seconds = float(given)
     except ValueError:
@@ -70,11 +80,50 @@ def sqlite_path(url: str) -> str | None:
     return path if path and path != ":memory:" else None
 
 
+def set_pragmas(connection: Any, path: str | None, timeout: float) -> None:
+    """SQLITE_PRAGMAS on a new connection to `path` (a sqlite3 connection, this writer's or SQLAlchemy's).
+
+    The first connection to a new file switches it to WAL, a write that SQLite refuses at once, busy timeout or
+    not, while another connection is switching it too: two runs starting on one new store made one fail with
+    "database is locked". So a file not yet in WAL mode is switched under the migration lock, and whoever comes
+    second waits for the first (bounded) and finds it switched."""
+    cursor = connection.cursor()
+    try:
+        if path is None or path == ":memory:" or cursor.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            for pragma in SQLITE_PRAGMAS:
+                cursor.execute(pragma)
+            return
+        with _migration_lock(path, timeout):
+            for pragma in SQLITE_PRAGMAS:
+                cursor.execute(pragma)
+    finally:
+        cursor.close()
+
+
+def is_busy(exc: BaseException) -> bool:
+    """SQLite's "database is locked" (its busy wait ran out), also as SQLAlchemy wraps it."""
+    error = getattr(exc, "orig", None) or exc
+    return isinstance(error, sqlite3.OperationalError) and error.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+
+
+@contextlib.contextmanager
+def waiting_on(path: str) -> Iterator[None]:
+    """What happens inside may wait for another writer of `path`: SQLite's "database is locked" comes out as
+    StoreLocked, one line naming the file and how long this waited (the driver's words name neither)."""
+    started = time.monotonic()
+    try:
+        yield
+    except Exception as exc:
+        if not is_busy(exc):
+            raise
+        raise StoreLocked(path, time.monotonic() - started) from None
+
+
 def open_lite(url: str) -> LiteStore | None:
     """A writer for the SQLite store at `url` when its schema is current, or when there is no file yet (its
     `migrate` creates it); None when the store is elsewhere or older (SQLAlchemy's `Store` migrates it).
     Raises StoreError for a bad timeout, OSError for a folder it cannot make, as `Store` does."""
-    timeout = store_timeout()
+    timeout = store_timeout(SQLITE_WAIT_S)
     path = sqlite_path(url)
     if path is None:
         return None
@@ -130,15 +179,18 @@ class LiteStore:
 
     @property
     def shown(self) -> str:
-        return shown_url(self.url)
+        return password_hidden(self.url)
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
             # the writer thread opens it; `close` may come from the run's thread once that one has ended
             connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None,
                                          check_same_thread=False)
-            for pragma in SQLITE_PRAGMAS:
-                connection.execute(pragma)
+            try:
+                set_pragmas(connection, self.path, self.timeout)
+            except BaseException:
+                connection.close()
+                raise
             self._connection = connection
         return self._connection
 
@@ -150,16 +202,14 @@ class LiteStore:
     def migrate(self) -> None:
         """The schema was current when this writer was chosen, or is made now in a new file; one that changed
         since is refused, not written."""
-        if self.create:
-            # connected under the lock too: a new file's first connection sets its journal mode (WAL), which
-            # SQLite refuses at once, busy timeout or not, while another run's connection does the same ("database
-            # is locked": a CI run once)
-            with _migration_lock(self.path):
+        with waiting_on(self.path):
+            if self.create:
+                with _migration_lock(self.path, self.timeout):
+                    connection = self._connect()
+                    self._create_schema(connection)
+            else:
                 connection = self._connect()
-                self._create_schema(connection)
-        else:
-            connection = self._connect()
-        found = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+            found = connection.execute("SELECT version_num FROM alembic_version").fetchone()
         if found is None or found[0] != HEAD_REVISION:
             raise StoreError(f"the schema is at revision {found[0] if found else None}, this tamesu writes "
                              f"{HEAD_REVISION}")
@@ -179,8 +229,13 @@ class LiteStore:
             self._commit(cursor, ok)
 
     def _transaction(self) -> sqlite3.Cursor:
-        cursor = self._connect().cursor()
-        cursor.execute("BEGIN IMMEDIATE")
+        with waiting_on(self.path):  # the one statement of a write that waits for other writers
+            cursor = self._connect().cursor()
+            try:
+                cursor.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                cursor.close()
+                raise
         return cursor
 
     def _commit(self, cursor: sqlite3.Cursor, ok: bool) -> None:
@@ -251,20 +306,55 @@ def schema_statements() -> list[str]:
     return [statement for statement in text.split(";\n") if statement.strip()]
 
 
+_held = threading.local()
+"""The migration locks this thread holds: a connection it opens while holding one (SQLAlchemy's pool, while
+Alembic migrates) does not wait for itself."""
+
+
 @contextlib.contextmanager
-def _migration_lock(path: str) -> Iterator[None]:
-    """The lock `db.Store` takes to migrate a SQLite file: two runs starting at once make the tables once.
+def _migration_lock(path: str, timeout: float = SQLITE_WAIT_S) -> Iterator[None]:
+    """The lock a run takes to make or migrate a SQLite file and to switch a new one to WAL (`set_pragmas`): two
+    runs starting at once make the tables once. Waited for at most `timeout` seconds (then StoreLocked).
 
     Its file (`<store>.migrate-lock`) is removed by the holder before it lets go, so none is left beside the
     store. A run that was waiting on the removed file then holds a lock on a file no other run can find: it sees
     the path is no longer its file and takes the lock again on the path's new one."""
+    held_here: set[str] = _held.__dict__.setdefault("paths", set())
+    if path in held_here:
+        yield
+        return
+    handle = _lock_file(path, timeout)
+    held_here.add(path)
+    try:
+        yield
+    finally:
+        held_here.discard(path)
+        with contextlib.suppress(OSError):
+            os.unlink(path + ".migrate-lock")
+        handle.close()  # lets go of the lock, after its file is gone
+
+
+def _lock_file(path: str, timeout: float) -> TextIO:
+    """The open `<path>.migrate-lock`, locked by this process; StoreLocked after `timeout` seconds. Polled (flock
+    cannot wait with a bound), at most 50 ms apart: the lock is held for milliseconds."""
     import fcntl
 
     lock = path + ".migrate-lock"
+    started = time.monotonic()
+    pause = 0.001
     while True:
-        handle = open(lock, "a")  # noqa: SIM115 - held past this loop, closed below
+        handle = open(lock, "a")  # noqa: SIM115 - returned locked, closed by the caller
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    waited = time.monotonic() - started
+                    if waited >= timeout:
+                        raise StoreLocked(path, waited) from None
+                    time.sleep(min(pause, timeout - waited))
+                    pause = min(pause * 2, 0.05)
             held = os.fstat(handle.fileno())
             try:
                 named = os.stat(lock)
@@ -274,14 +364,8 @@ def _migration_lock(path: str) -> Iterator[None]:
             handle.close()
             raise
         if named is not None and (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
-            break
+            return handle
         handle.close()
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(lock)
-        handle.close()  # lets go of the lock, after its file is gone
 
 
 def _max_id(cursor: sqlite3.Cursor, table: str) -> int:

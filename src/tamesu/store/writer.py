@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu import __version__
 from tamesu.results.provenance import Provenance
 from tamesu.results.records import RunResult, RunSummaryFile, TestResult
+from tamesu.store import StoreLocked
 from tamesu.store.lite import LiteStore
 from tamesu.store.records import PartInfo, RunInfo, test_record
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:  # the engine's types, named for the reporter protocol only; S
     from tamesu.store.db import Store
 
 FLUSH_TIMEOUT_S = 30.0
+"""How long the end of a run waits for what is queued, beyond one wait for the store (its `timeout`: a write
+that waits for a locked file says so itself, before this gives up on it)."""
 BATCH_WINDOW_S = 1.0
 """How long a finished test may wait for others to share its transaction: its delay to the store at most."""
 BATCH_MAX = 500
@@ -101,10 +104,12 @@ class StoreWriter:
         self._queue.put(lambda: self._finish(summary))
         self.close()
 
-    def close(self, timeout: float = FLUSH_TIMEOUT_S) -> None:
-        """Wait for what is queued (bounded), then let the thread end."""
+    def close(self, timeout: float | None = None) -> None:
+        """Wait for what is queued (bounded: FLUSH_TIMEOUT_S and one wait for the store), then let the thread end."""
         if not self._thread.is_alive():
             return
+        if timeout is None:
+            timeout = FLUSH_TIMEOUT_S + self.store.timeout
         self._queue.put(_STOP)
         self._thread.join(timeout)
         if self._thread.is_alive():
@@ -128,8 +133,10 @@ class StoreWriter:
                         other()
                 except Exception as exc:  # any database error: say it once, keep the run going
                     self.failed = True
-                    self.warn(f"store: cannot write to {self.store.shown}: {_short(exc)}; the run folder is "
-                              "complete, `tamesu store import RUN_DIR` fills the store in later")
+                    said = str(exc) if isinstance(exc, StoreLocked) else \
+                        f"store: cannot write to {self.store.shown}: {_short(exc)}"
+                    self.warn(f"{said}; the run folder is complete, `tamesu store import RUN_DIR` fills the store "
+                              "in later")
             if other is _STOP:
                 return
 
