@@ -65,3 +65,29 @@ def test_a_run_without_trace_warnings_writes_none(tmp_path: Path, tamesu, serve)
     assert "warnings" not in detail  # as before: a record without a warning is written as it was
     assert json.loads((run_dir / "run.json").read_text())["warnings"] == []
 
+
+def test_the_last_runs_traces_a_batching_agent_still_held_are_said_at_the_end(tmp_path: Path, tamesu,
+                                                                              serve) -> None:
+    # an agent started elsewhere that batches its spans (here every 20 s, so that no batch comes while the runs
+    # go, however loaded the machine; the SDK's 5 s is the same for the runs after its last batch) and
+    # `wait: 1s`: the spans of the last runs come only after tamesu exited, so no "arrived after their run was
+    # graded" can say them. Before, the run ended saying nothing of them but that they never came (and asking
+    # whether the agent is instrumented at all); now its last warning names the runs whose traces were still to
+    # come, and why
+    receive = f"127.0.0.1:{free_port()}"
+    agent = TracedRestAgent(f"http://{receive}", batch_delay_ms=20_000)
+    try:
+        _suite(tmp_path, receive, serve(agent.app()).url, "1s", repeat=3)
+        result = tamesu(["run", "--out", "out"], cwd=tmp_path)
+    finally:
+        agent.shutdown(flush=False)
+    run_dir = next((tmp_path / "out").iterdir())
+    summary = json.loads((run_dir / "run.json").read_text())["warnings"]
+    pending = [w for w in summary if "had not come when tamesu stopped listening" in w]
+    assert pending == [
+        "traces: 3 trace(s) of 3 run(s) had not come when tamesu stopped listening: suite/order run 1, suite/order "
+        "run 2, suite/order run 3; an agent that batches its spans may send them later still (the OpenTelemetry "
+        "SDKs every 5 s unless OTEL_BSP_SCHEDULE_DELAY says otherwise), after tamesu exited for the last runs, so "
+        "no warning can say they came late: give the agent OTEL_BSP_SCHEDULE_DELAY well below traces.wait (1s), "
+        "or raise traces.wait"], [*summary, result.stdout]
+    assert "had not come when tamesu stopped listening" in result.stdout
