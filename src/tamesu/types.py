@@ -185,6 +185,30 @@ def _checked_addr(addr: str) -> str:
 
 
 HostPort = Annotated[str, AfterValidator(_checked_addr)]
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""RFC 9110's token: what an HTTP header's name may hold."""
+
+
+def _header_name(name: str) -> str:
+    # "x a" or "x: a" passed validate and every request of the run failed on it, as the HTTP library refused it
+    if "{{" not in name and not _HEADER_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not an HTTP header name: letters, digits and !#$%&'*+-.^_`|~ only (no "
+                         "space, colon or line break)")
+    return name
+
+
+def _header_value(value: str) -> str:
+    if "\r" in value or "\n" in value or "\0" in value:
+        raise ValueError("a header's value is one line: this one holds a line break (CR or LF) or a NUL")
+    return value
+
+
+HttpHeaders: TypeAlias = dict[Annotated[str, AfterValidator(_header_name)],
+                              Annotated[str, AfterValidator(_header_value)]]
+"""A mapping of HTTP headers as a user writes it: each name a token, each value one line (a name with a
+template, `{{...}}`, is checked as it is sent)."""
 """A `host:port` a user writes (where tamesu listens); checked when the suite loads."""
 
 

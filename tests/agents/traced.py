@@ -234,8 +234,12 @@ class TracedRestAgent:
                 trace.INVALID_SPAN)):
             pass
 
-    def shutdown(self) -> None:
-        self.provider.force_flush(5000)
+    def shutdown(self, flush: bool = True) -> None:
+        """`flush=False`: what is still batched is dropped (its receiver is gone: a flush would retry for 30 s)."""
+        if not flush and isinstance(self.processor, BatchSpanProcessor):
+            self.processor._batch_processor._exporter.shutdown()  # the SDK's one way to drop what a batch holds
+        else:
+            self.provider.force_flush(5000)
         self.provider.shutdown()
 
 

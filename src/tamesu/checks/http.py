@@ -37,6 +37,7 @@ from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register
 from tamesu.suite.hooks_spec import http_method, http_url
 from tamesu.suite.schema import Duration, Strict
+from tamesu.types import HttpHeaders
 
 MAX_ANSWER_BYTES = 16_000_000
 """An answer is read whole to be checked, so at most this much of one is."""
@@ -45,7 +46,7 @@ MAX_ANSWER_BYTES = 16_000_000
 class HttpSpec(Strict):
     url: str = Field(min_length=1)
     method: str = "GET"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     body: Any = None
     """A mapping or list is sent as JSON; a string as it is."""
     timeout: Duration = 30.0

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from tamesu.errors import ConfigError, TemplateError
+from tamesu.errors import ConfigError, InfraError, TemplateError
 from tamesu.report.words import count_of
+from tamesu.types import split_addr
 
 if TYPE_CHECKING:
     from tamesu.models.spec import ModelSpec
@@ -98,6 +99,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
                     if w not in fatal and not (cases and w.message.startswith(NOT_A_SUITE)))
     findings.extend(await _model_findings(plan))
     findings.extend(_store_findings(plan))
+    findings.extend(await _traces_findings(plan))
     seen: set[str] = set()
     commands: set[str] = set()
     for name, target, context, folder, hooked in _targets(plan):
@@ -264,6 +266,48 @@ def _store_findings(plan: Plan) -> list[Finding]:
     state = "up to date" if revision == HEAD_REVISION else \
         "empty (created by the first run)" if revision is None else f"at {revision}, migrated by the next run"
     return [(True, f"results store {store.shown}: reachable, {state}")]
+
+
+async def _traces_findings(plan: Plan) -> list[Finding]:
+    """Each `traces:` the suites use: a `receive` address a run can listen on (bound and let go at once), a
+    `query` backend that answers and takes its credentials (never shown: the backend is named `jaeger at
+    http://***@host`, and what it answers is masked)."""
+    from tamesu.engine.traces import receive_address, trace_query
+
+    found: list[Finding] = []
+    seen: set[str] = set()
+    for spec in [suite.traces for suite in plan.suites if suite.traces is not None]:
+        key = spec.model_dump_json(include={"receive", "query"})
+        if key in seen:
+            continue
+        seen.add(key)
+        if spec.query is not None:
+            try:
+                query = trace_query(spec.query, plan.secrets)
+                await query.check()
+            except InfraError as exc:
+                found.append((False, plan.secrets.redactor.text(str(exc))))
+                continue
+            sent = bool(spec.query.headers) or "@" in spec.query.backend[1].split("://", 1)[-1].split("/", 1)[0]
+            found.append((True, f"traces.query: {query.name} answers" + (", its credentials accepted" if sent else "")))
+            continue
+        assert spec.receive is not None  # the schema asks for one of the two
+        try:
+            addr = receive_address(spec.receive)
+            host, port = split_addr(addr)
+            server = await asyncio.get_running_loop().create_server(asyncio.Protocol, host, port)
+        except InfraError as exc:
+            found.append((False, str(exc)))
+            continue
+        except OSError as exc:
+            words = exc.strerror or str(exc)
+            found.append((False, f"traces.receive: cannot listen on {addr}: {words} (the run would stop there, "
+                                 "exit 3: is another tamesu or a collector on it?)"))
+            continue
+        server.close()
+        await server.wait_closed()
+        found.append((True, f"traces.receive: {addr} can be listened on (OTLP/HTTP, for the agent's spans)"))
+    return found
 
 
 async def _model_findings(plan: Plan) -> list[Finding]:

@@ -278,6 +278,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     # judges (and the audit) are paid after the conversation: the recorded totals include them
     result.metrics.update(_spending(run_ledger))
     result.duration_ms = round((time.monotonic() - started) * 1000, 3)
+    result.warnings = warnings  # kept with the run (result.json, the HTML report), not only printed
     transcript = Transcript(test=test.name, run=inputs.number, lines=_lines(exchanges, cut))
     return RunOutcome(result, transcript, warnings, budget_exceeded, spans_file,
                       rerun_with=user.rerun_with if user is not None else None)

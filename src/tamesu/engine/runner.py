@@ -105,6 +105,8 @@ class Runner:
         """Set as soon as the run's directory exists (an interrupted run is found there)."""
         self.receivers = Receivers(plan.secrets)
         """`traces:`: the OTLP receivers the suites name, for the whole invocation."""
+        self._runs_said: list[str] = []
+        """Each run's warnings (its traces that never came...), as the console said them: run.json keeps them."""
 
     async def run(self) -> Outcome:
         started_wall = dt.datetime.now(dt.UTC)
@@ -128,7 +130,9 @@ class Runner:
                 for suite in self.plan.suites:
                     chosen = [t for t in self.tests if t.suite is suite]
                     if chosen and self.stopping.signum is None:
-                        warnings.extend(await self._run_suite(suite, chosen, directory))
+                        suite_said = await self._run_suite(suite, chosen, directory)
+                        warnings.extend(self._drain_runs_said())  # the suite's runs', then its after_all hooks'
+                        warnings.extend(suite_said)
                 for said in self._unmeasured_slos():
                     warnings.append(said)
                     self.reporter.warning(said)
@@ -155,7 +159,7 @@ class Runner:
                 finished_at=dt.datetime.now(dt.UTC).isoformat(),
                 duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
                 counts=count(self.results), runs=count_runs(self.results), interrupted=interrupted,
-                stopped=self.halts.said(), warnings=warnings,
+                stopped=self.halts.said(), warnings=[*warnings, *self._drain_runs_said()],  # a cut run's too
                 models=self._spend(),
             )
             try:
@@ -169,6 +173,10 @@ class Runner:
         if self.stopping.signum is not None:
             raise Interrupted(self.stopping.signum)
         return Outcome(code, run_dir, self.results, summary)
+
+    def _drain_runs_said(self) -> list[str]:
+        said, self._runs_said = self._runs_said, []
+        return said
 
     def _spend(self) -> ModelSpend | None:
         totals = self.ledger.totals()
@@ -462,6 +470,7 @@ class Runner:
                 return None
             for message in outcome.warnings:
                 self.reporter.warning(f"{test.id}: {message}")
+                self._runs_said.append(f"{test.id}: {message}")  # CI reading run.json learns it too
             if outcome.budget_exceeded:
                 self.halts.over_budget(test)
             if outcome.result.status != "error" or outcome.budget_exceeded or outcome.result.fault == "suite":

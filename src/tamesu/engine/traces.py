@@ -100,16 +100,9 @@ class Receivers:
 
     async def _query(self, spec: TraceQuerySpec) -> TraceQuery:
         """The backend, checked once an invocation: an unreachable one stops the run before any test (exit 3)."""
-        kind, written = spec.backend
-        context = Context(env=dict(os.environ), **({"secrets": self._secrets} if self._secrets else {}))
-        try:
-            url = context.render_text(written)
-            headers = {name: context.render_text(value) for name, value in spec.headers.items()}
-        except TemplateError as exc:
-            raise QueryError(f"traces.query: {exc}") from None
-        key = (kind, url, spec.timeout, tuple(sorted(headers.items())))
+        query = trace_query(spec, self._secrets)
+        key = (query.kind, query.base_url, spec.timeout, tuple(sorted(query.headers.items())))
         if key not in self._queries:
-            query = TraceQuery(kind, url, spec.timeout, headers)
             await query.check()
             self._queries[key] = query
         return self._queries[key]
@@ -127,6 +120,24 @@ class Receivers:
                     os.environ[name] = value
             self._saved = None
         return self.collector.dropped.words()
+
+
+def trace_query(spec: TraceQuerySpec, secrets: Callable[[str], str] | None = None) -> TraceQuery:
+    """`traces.query` as a run asks it (and `tamesu doctor`): its URL and headers filled in; a secret or variable
+    that is not set is a QueryError."""
+    kind, written = spec.backend
+    context = Context(env=dict(os.environ), **({"secrets": secrets} if secrets else {}))
+    try:
+        url = context.render_text(written)
+        headers = {name: context.render_text(value) for name, value in spec.headers.items()}
+    except TemplateError as exc:
+        raise QueryError(f"traces.query: {exc}") from None
+    return TraceQuery(kind, url, spec.timeout, headers)
+
+
+def receive_address(receive: str) -> str:
+    """`traces.receive` as a run listens on it (its `{{env.NAME}}` filled in); a ReceiverError when it cannot."""
+    return _address(receive)
 
 
 def batch_delay_ms(wait: float) -> int:

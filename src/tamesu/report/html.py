@@ -286,6 +286,8 @@ class _Page:
         if summary.not_evaluated:
             said = not_evaluated(summary.not_evaluated, bool(summary.error))
             parts.append(f'<p class="note not-evaluated">{esc(said)}</p>')
+        if detail is not None:  # what the run warned of (its traces that never came), as run.json has it
+            parts.extend(f'<p class="note">warning: {esc(w)}</p>' for w in detail.warnings)
         if detail is not None:
             if "audio.wav" in files.top or any(t.agent.audio is not None for t in detail.turns):
                 parts.append(self.audio(detail, folder))

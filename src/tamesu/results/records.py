@@ -151,10 +151,16 @@ class RunResult(BaseModel):
     captured: dict[str, Any] = Field(default_factory=dict)
     tool_calls: list[ToolCall] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    """What the run warned of (its traces that never came, its agent that sent no span, an after_each hook that
+    failed), as the console and run.json say it. Not written when empty."""
 
     @model_serializer(mode="wrap")
     def _counted(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return without_zero_not_evaluated(handler(self))
+        data = without_zero_not_evaluated(handler(self))
+        if isinstance(data, dict) and data.get("warnings") == []:
+            del data["warnings"]  # a run that warned of nothing is written as every run before the field was
+        return data
 
     @property
     def failed_assertions(self) -> list[AssertionResult]:

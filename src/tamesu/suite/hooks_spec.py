@@ -10,7 +10,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 # the `tls:` block as a model's (`tamesu.net.tls`): a suite describes, it does not import what connects
 from tamesu.models.spec import TlsSpec
-from tamesu.types import Duration, Strict
+from tamesu.types import Duration, HttpHeaders, Strict
 
 _METHOD = re.compile(r"[A-Z]+")
 _SCHEMES = ("http://", "https://")
@@ -23,7 +23,7 @@ class HttpRequestSpec(Strict):
     """Where the request goes; templates allowed."""
     method: str = "GET"
     """The HTTP method."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """Headers sent with the request; templates allowed (`{{secrets.NAME}}`)."""
     body: object = None
     """The JSON body sent, templates rendered in every string; none sends no body."""

@@ -159,9 +159,12 @@ def problems_from(
             # one value each member of a union refused (`skip: 5`): one line, not one per member
             problems.append(doc.problem((*prefix, *where), _union_message(errors[0][0].get("input"), members)))
             continue
+        # a mapping's key refused (an HTTP header's name): pydantic ends the path `[key]`; said at the key
+        named = bool(where) and where[-1] == "[key]"
+        at = where[:-1] if named else where
         for detail, _ in errors:
-            message = _message(detail, model, where, owner or model.__name__.lower())
-            problems.append(doc.problem((*prefix, *where), message, key=detail["type"] == "extra_forbidden"))
+            message = _message(detail, model, at, owner or model.__name__.lower())
+            problems.append(doc.problem((*prefix, *at), message, key=named or detail["type"] == "extra_forbidden"))
     return problems
 
 

@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from tamesu.matching import quoted
 from tamesu.models.spec import TlsSpec
 from tamesu.suite.patterns import Pattern
-from tamesu.types import HostPort, Strict
+from tamesu.types import HostPort, HttpHeaders, Strict
 
 ReplyState = Literal["completed", "input-required", "auth-required", "failed", "rejected"]
 """The states a scripted reply may leave its task in (the task settles in each of them)."""
@@ -62,7 +62,7 @@ class RemoteAgentSpec(Strict):
     unchanged, recording each message as a delegation; templates allowed. `skills` are then only used when
     `fuzz_tools` names this agent and the real agent's card cannot be read; `reply` and `replies` are refused
     (the real agent answers, and fuzz_tools' modes with their own words)."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """With `forward`: headers added to every forwarded request (the real agent's credentials); templates
     allowed."""
 

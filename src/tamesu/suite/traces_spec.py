@@ -7,7 +7,7 @@ import re
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.suite.templates import references
-from tamesu.types import Duration, Strict, split_addr
+from tamesu.types import Duration, HttpHeaders, Strict, split_addr
 
 
 def _env_or_secrets(text: str) -> str:
@@ -30,7 +30,7 @@ class TraceQuerySpec(Strict):
     """Tempo's HTTP API (`http://host:3200`): `GET /api/traces/{traceId}`, OTLP JSON."""
     timeout: Duration = Field(5.0, gt=0)
     """How long one request to the backend may take; a backend that does not answer is an error (exit 3)."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """Sent with every request to the backend: a token (`authorization: "Bearer {{secrets.TEMPO_TOKEN}}"`), a
     tenant (`x-scope-orgid`). The URL and these take `{{env.NAME}}` and `{{secrets.NAME}}`, filled in when the
     run starts; a URL's `user:password@` is sent as basic auth. Neither is ever shown."""

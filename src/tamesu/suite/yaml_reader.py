@@ -79,7 +79,9 @@ def format_loc(loc: Sequence[object]) -> str:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
-            text += f".{part}" if text else str(part)
+            # a key holding a line break (an HTTP header's name) split the problem's one line in two
+            part = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(part))
+            text += f".{part}" if text else part
     return text
 
 

@@ -57,7 +57,7 @@ from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec
 from tamesu.targets.realtime.spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
 from tamesu.targets.session_open import CapturedSocketAddress, open_session
 from tamesu.telemetry.traceparent import TraceContext
-from tamesu.types import Duration, JSONValue, Strict
+from tamesu.types import Duration, HttpHeaders, JSONValue, Strict
 
 __all__ = ["VoiceSpec", "VoiceTarget"]
 
@@ -160,7 +160,7 @@ class VoiceSessionSpec(SessionSpec):
 class VoiceSpec(TargetSpec):
     url: str
     """ws:// or wss:// URL of the agent's audio websocket; templates allowed (`{{session.NAME}}`)."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """Headers on the websocket handshake; templates allowed."""
     audio: AudioSpec = Field(default_factory=AudioSpec)
     """How audio goes over the socket: its encoding, rate, and binary or JSON frames."""

@@ -64,6 +64,10 @@ class Dropped:
     """Spans that came again (the same trace and span id), kept once."""
     shared_ids: set[str] = field(default_factory=set)
     """Trace ids sent by more than one run (a `traceparent` the suite sets itself, the same for every run)."""
+    pending: dict[str, tuple[set[str], float]] = field(default_factory=dict)
+    """By graded run (its label): its traces that never came (or came without the agent's span under tamesu's)
+    and of which no late span has come either, with the run's `traces.wait`. What is left at the end may still
+    be batched in the agent: the last runs' late spans come after tamesu exited, when nothing can say them."""
 
     def words(self) -> list[str]:
         said = []
@@ -93,7 +97,20 @@ class Dropped:
                 if any(self.late_runs) else ""
             said.append(f"traces: {self.late_spans} span(s) arrived after their run was graded (raise traces.wait)"
                         f"{whose}")
+        if self.pending:
+            said.append(self._pending_words())
         return said
+
+    def _pending_words(self) -> str:
+        traces = sum(len(ids) for ids, _wait in self.pending.values())
+        labels = [label or "(a run)" for label in self.pending]
+        runs = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+        wait = max(wait for _ids, wait in self.pending.values())
+        return (f"traces: {traces} trace(s) of {len(labels)} run(s) had not come when tamesu stopped listening: "
+                f"{runs}; an agent that batches its spans may send them later still (the OpenTelemetry SDKs "
+                "every 5 s unless OTEL_BSP_SCHEDULE_DELAY says otherwise), after tamesu exited for the last runs, "
+                "so no warning can say they came late: give the agent OTEL_BSP_SCHEDULE_DELAY well below "
+                f"traces.wait ({wait:g}s), or raise traces.wait")
 
 
 class SpanCollector:
@@ -131,9 +148,12 @@ class SpanCollector:
         """How many trace ids runs not graded yet wait for."""
         return len(self._routes)
 
-    def closed(self, run: RunSpans) -> None:
-        """`run` was graded: its traces' later spans are only counted, as late."""
+    def closed(self, run: RunSpans, pending: Iterable[str] = ()) -> None:
+        """`run` was graded: its traces' later spans are only counted, as late. `pending`: its traces that did
+        not come (whole) to the receiver, said at the end unless a late span of them comes."""
         self._going.discard(run)
+        if waiting := set(pending):
+            self.dropped.pending[run.label] = (waiting, run.waited_for)
         for trace_id in run.trace_ids:
             routes = self._routes.get(trace_id)
             if routes is not None and routes.pop(run, None) is not None and not routes:
@@ -159,6 +179,10 @@ class SpanCollector:
                 self.dropped.late_spans += 1
                 late = self.dropped.late_runs
                 late[graded] = late.get(graded, 0) + 1
+                if (pending := self.dropped.pending.get(graded)) is not None:
+                    pending[0].discard(span.trace_id)  # said late, not still to come
+                    if not pending[0]:
+                        del self.dropped.pending[graded]
                 self._hold(span, graded)
             else:
                 self.dropped.other_spans += 1
@@ -237,6 +261,10 @@ class RunSpans:
         an exporter sends a span as it ends, the parent ends later, so one of the trace is still to come."""
         self.trace_ids: list[str] = []
         """Every trace this run sent, in order: what `traces.query` asks the backend for."""
+        self.waited_for = 0.0
+        """The `traces.wait` its spans were waited for with (`settle`)."""
+        self._asked_backend = False
+        """Its spans were fetched from a backend (`traces.query`): none of them can come late to a receiver."""
         self.not_found: list[str] = []
         self.shared: set[str] = set()
         """This run's trace ids another run had sent too while both were open (a suite's own fixed
@@ -300,6 +328,7 @@ class RunSpans:
         """What the tracing backend had of this run's traces (`traces.query`), routed as received spans are."""
         self._collector.take(spans)
         self.not_found = list(not_found)
+        self._asked_backend = True
 
     def unheard(self, recorded: Iterable[str]) -> None:
         """With a receiver: the traces the turns recorded (each the one the agent got: its own, or the
@@ -361,6 +390,7 @@ class RunSpans:
         closes, after every turn's trace is in (not waited for, it came after the run was graded)."""
         quiet = wait / QUIET_PART
         since = time.monotonic()
+        self.waited_for = wait
         # the suite's own traceparent on a handshake is no trace of this run's: nothing of it is routed here
         recorded = set(recorded) | {t for t in carried if t in self._conversation}
         while (now := time.monotonic()) < (deadline := self._quiet_since + self.patience(wait)):
@@ -412,7 +442,8 @@ class RunSpans:
     def close(self) -> SpansFile:
         """What the run keeps; later spans of its traces are counted as late."""
         self.closed = True
-        self._collector.closed(self)
+        incomplete = [t for t in self.trace_ids if t in self._heard and t in self._parents and t not in self._entered]
+        self._collector.closed(self, () if self._asked_backend else [*self.not_found, *incomplete])
         skew = skew_ns(self.kept, self._own, self._conversation, self._sent, self._parents)
         starts = sorted((at + skew, turn) for at, turn in self._turn_starts)  # on the agent's clock
         for index, span in enumerate(self.kept):
@@ -427,9 +458,7 @@ class RunSpans:
             started.setdefault(str(turn), at)
         return SpansFile(received=self.received, over_limit=self.received - len(self.kept),
                          max_spans=self.max_spans, turn_started_unix_nano=started, spans=self.kept,
-                         not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3),
-                         incomplete=[t for t in self.trace_ids
-                                     if t in self._heard and t in self._parents and t not in self._entered],
+                         not_found=self.not_found, clock_skew_ms=round(skew / 1e6, 3), incomplete=incomplete,
                          shared=[t for t in self.trace_ids if t in self.shared], other_spans=self.other_spans,
                          runs_alongside=self.alongside, **self._silence())
 

@@ -10,7 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from tamesu.errors import InfraError
 from tamesu.net.grpc_channels import PLAINTEXT_TLS, tls_on_plaintext
 from tamesu.targets.base import TargetSpec
-from tamesu.types import HostPort, Strict, fixed_port
+from tamesu.types import HostPort, HttpHeaders, Strict, fixed_port
 
 Binding = Literal["jsonrpc", "http", "grpc"]
 URL_SCHEMES = ("http://", "https://", "grpc://", "grpcs://")
@@ -50,7 +50,7 @@ class A2ASpec(TargetSpec):
     """The A2A binding to use (`jsonrpc`, `http`, `grpc`); default the card's preferred one when the card is about
     this url, else `grpc` for a grpc:// or grpcs:// url, else `jsonrpc`. A binding the card lists at another URL
     is spoken there."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """HTTP headers (gRPC metadata) sent with every request; templates allowed."""
     stream: bool = False
     """Send with `message/stream` and read the streamed events (time to first token), instead of `message/send`."""

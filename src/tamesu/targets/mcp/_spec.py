@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.targets.model import ModelTargetSpec
-from tamesu.types import Duration
+from tamesu.types import Duration, HttpHeaders
 
 
 class McpTargetSpec(ModelTargetSpec):
@@ -22,7 +22,7 @@ class McpTargetSpec(ModelTargetSpec):
     """Environment variables for the stdio server, over tamesu's own; templates allowed (`{{secrets.X}}`)."""
     url: str | None = None
     """A Streamable HTTP MCP server's endpoint (instead of `command`)."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """HTTP headers sent to the HTTP server; templates allowed."""
     allow_tools: list[str] | None = None
     """Names (or `*` globs) of the server's tools the model is offered; default all of them."""

@@ -65,7 +65,7 @@ from tamesu.targets.pipecat.wire import PipecatWire, peek
 from tamesu.targets.realtime.spec import answer, audio_mode_available, check_tool_results, websocket_url
 from tamesu.targets.session_open import CapturedSocketAddress, open_session
 from tamesu.targets.ws_open import open_websocket
-from tamesu.types import Duration
+from tamesu.types import Duration, HttpHeaders
 
 __all__ = ["PipecatSpec", "PipecatTarget"]
 
@@ -88,7 +88,7 @@ class PipecatSessionSpec(SessionSpec):
 class PipecatSpec(TargetSpec):
     url: str
     """ws:// or wss:// URL of the bot's websocket transport."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """Headers on the websocket handshake; templates allowed (`{{session.NAME}}`)."""
     mode: Literal["text", "audio"] = "text"
     """`text`: turns are RTVI text messages; `audio`: the persona speaks pcm16 over the transport and the bot's

@@ -12,6 +12,7 @@ from tamesu.matching import args_problem
 from tamesu.suite.templates import Context
 from tamesu.targets.base import TargetSpec
 from tamesu.targets.model import ToolResultCase
+from tamesu.types import HttpHeaders
 
 # the GA protocol's audio formats: pcm16 at 24 kHz, G.711 at 8 kHz
 AUDIO_FORMATS: dict[str, tuple[str, str, int]] = {
@@ -31,7 +32,7 @@ def _is_cases(value: object) -> TypeGuard[list[dict[str, object]]]:
 class RealtimeSpec(TargetSpec):
     url: str
     """ws:// or wss:// URL of the Realtime endpoint (the API's, or your own server's)."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """Headers on the websocket handshake (`Authorization: Bearer {{secrets.OPENAI_API_KEY}}`)."""
     model: str | None = None
     """Sent as `?model=` unless the URL has one."""

@@ -18,7 +18,7 @@ from tamesu.suite.hooks_spec import http_method
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import references, walk_strings
 from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec, check_path
-from tamesu.types import HostPort, fixed_port
+from tamesu.types import HostPort, HttpHeaders, fixed_port
 
 JsonPath = Annotated[str, AfterValidator(check_path)]
 
@@ -97,7 +97,7 @@ class PollSpec(Strict):
     """The endpoint polled for the answer; templates allowed (`{{response.job_id}}` of the turn's first response)."""
     method: str = "GET"
     """The HTTP method of each poll."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """Headers sent with each poll; templates allowed."""
     body: object = None
     """The JSON body of each poll, if any; templates allowed."""
@@ -216,7 +216,7 @@ class RestSpec(TargetSpec):
     """The agent's endpoint; templates allowed (`{{session.id}}`)."""
     method: str = "POST"
     """The HTTP method of each turn's request."""
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: HttpHeaders = Field(default_factory=dict)
     """Headers sent with every turn; templates allowed (`Authorization: Bearer {{secrets.TOKEN}}`)."""
     request: RequestSpec = Field(default_factory=RequestSpec)
     """What each turn's request body is: a template of the user's message, history, files and session."""
