@@ -235,3 +235,52 @@ def test_a_call_that_opens_starts_the_synthesis_worker_with_its_voice_loaded(
         assert len(clip.samples) > 0 and pool.pids() == workers
     finally:
         pool.shutdown()
+
+
+@pytest.mark.audio
+@needs_voice
+@pytest.mark.timeout(240)
+def test_transcriptions_queued_hold_neither_the_loops_threads_nor_a_synthesis(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`MAX_QUEUED` long transcriptions in flight (a loaded machine's Whisper, behind): a synthesis of the other
+    pool is made before any of them ends, the loop's own `asyncio.to_thread` work is not queued behind them, and
+    stopping the pool ends every one of them at once. Before, the jobs waited in the loop's default executor (6
+    threads on 2 cores) under one count of slots for both pools: the caller's synthesis and audio waited for the
+    transcriptions, and test_voice_read_bound.py's 4 s turn_timeout call took 100-160 s at load 15."""
+    import numpy as np
+
+    from tamesu.audio import pool, stt, tts, voices
+    from tamesu.audio.clip import Clip
+
+    monkeypatch.setenv("TAMESU_SPEECH_WORKERS", "1")
+    monkeypatch.delenv(KEEPER_VAR, raising=False)  # this process's own workers
+    voice = voices.find(None)
+    assert voice is not None and voice.engine == "piper"
+    pool.shutdown()
+
+    async def main() -> tuple[list[bool], list[bool], list[object], float]:
+        spoken = await pool.run("synthesise", tts.piper_say, voice, "We open at nine and close at six.", 1.0)
+        once = spoken.at(16000).samples
+        await stt.transcribe_off_loop(Clip(once, 16000))  # the worker started, Whisper loaded
+        long = Clip(np.concatenate([once] * int(60_000 / spoken.duration_ms + 1)), 16000)
+        jobs = [asyncio.create_task(stt.transcribe_off_loop(long)) for _ in range(pool.MAX_QUEUED)]
+        await asyncio.sleep(0.2)  # every job in flight
+        await asyncio.wait_for(asyncio.to_thread(time.sleep, 0), 60)
+        ended_before_thread = [job.done() for job in jobs]
+        await pool.run("synthesise", tts.piper_say, voice, "For how many people?", 1.0)
+        ended_before = [job.done() for job in jobs]
+        started = time.monotonic()
+        await asyncio.to_thread(pool.shutdown)
+        ended = await asyncio.wait_for(asyncio.gather(*jobs, return_exceptions=True), 60)
+        return ended_before_thread, ended_before, ended, time.monotonic() - started
+
+    try:
+        ended_before_thread, ended_before, ended, stop_s = asyncio.run(main())
+    finally:
+        pool.shutdown()
+    # a thread of the loop's was free at once, and the synthesis came first (a transcription: 2 s and more)
+    assert not any(ended_before_thread), ended_before_thread
+    assert not any(ended_before), ended_before
+    # stopped: the job in hand ends with its worker (`_STOP_WAIT_S`), the waiting ones at once
+    assert all(isinstance(e, pool.PoolError) or not isinstance(e, BaseException) for e in ended), ended
+    assert stop_s < 20, stop_s

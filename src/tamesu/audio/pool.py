@@ -5,8 +5,9 @@ thread, a 10 ms timer on the loop woke 41-43 ms late at p99, against 18 ms idle 
 and every conversation's 20 ms frames wait for the loop. So synthesis and the transcription of the agent's
 audio run in worker processes (`tamesu.audio._worker`), one pool for each (a synthesis never waits behind a
 transcription), started on first use (once per run; `warm` starts one ahead, as a call opens), each worker
-loading its model on first need and keeping it for every conversation after. At most `MAX_QUEUED` jobs are in
-flight; more wait in the caller. A job waits for its reply in a thread, which holds no GIL while it waits.
+loading its model on first need and keeping it for every conversation after. At most `MAX_QUEUED` jobs of each
+pool are in flight; more wait in the caller. A job waits for its reply in a thread of its pool's (`Pool.waits`),
+which holds no GIL while it waits.
 An audio call warms both pools as it opens (`warm`): the worker starts and loads its model while the call
 connects and the agent greets, not after the greeting, where it held up the caller's first words.
 
@@ -199,10 +200,17 @@ def _worker() -> Worker:
 class Pool:
     def __init__(self, size: int) -> None:
         self.workers = [_worker() for _ in range(size)]
-        self.idle: queue.Queue[Worker] = queue.Queue()
+        self.idle: queue.Queue[Worker | None] = queue.Queue()
+        """The workers free for a job; None once the pool stopped (each waiting job wakes, puts it back, fails)."""
         for worker in self.workers:
             self.idle.put(worker)
         self.closed = False
+        self.waits = ThreadPoolExecutor(MAX_QUEUED, thread_name_prefix="tamesu-speech-wait")
+        """The threads the jobs wait for a worker and its reply in (a loop has `MAX_QUEUED` of a pool's jobs in
+        flight). In the loop's default executor (`asyncio.to_thread`: 6 threads on 2 cores) 8 jobs queued took
+        every thread, and each other `to_thread` of the loop (a caller's audio prepared, a recording written, a
+        synthesis of the other pool) waited behind transcriptions: test_voice_read_bound.py's call 100-160 s
+        at load 15 where its turn_timeout was 4 s."""
         self.warmed: set[tuple[str, tuple[Any, ...]]] = set()
         """The loads `warm` has asked of this pool (once each: 16 calls opening at once ask one)."""
 
@@ -211,6 +219,9 @@ class Pool:
             worker = self.idle.get(timeout=JOB_TIMEOUT_S)
         except queue.Empty:
             raise PoolError(f"no speech worker was free within {JOB_TIMEOUT_S:g}s") from None
+        if worker is None:  # stopped: the next waiting job wakes too
+            self.idle.put(None)
+            raise PoolError(f"the speech workers were stopped before {name} had one")
         try:
             return worker.call(name, args)
         except PoolError:
@@ -235,6 +246,7 @@ class Pool:
         self.closed = True
         for worker in self.workers:
             worker.stop()
+        self.idle.put(None)  # the jobs waiting for a worker end now, not after JOB_TIMEOUT_S
 
     def pids(self) -> list[int]:
         return [w.pid for w in self.workers if w.pid and not w.ended()]
@@ -244,7 +256,9 @@ _pools: dict[str, Pool] = {}
 """One pool per kind of job: a synthesis (the caller's next words, a barge-in) never waits behind a
 transcription of the agent's last reply, as it would in one queue."""
 _lock = threading.Lock()
-_slots: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+_slots: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Semaphore] = {}
+"""The in-flight jobs of each loop and pool: with one count for both pools, `MAX_QUEUED` transcriptions queued
+held back the caller's next synthesis until one of them ended."""
 
 
 def _started(name: str) -> Pool:
@@ -300,13 +314,14 @@ async def run(name: str, local: Callable[..., T], *args: Any) -> T:
     if workers() == 0:
         return await asyncio.to_thread(local, *args)
     loop = asyncio.get_running_loop()
-    slots = _slots.get(loop)
+    slots = _slots.get((loop, name))
     if slots is None:
-        slots = _slots[loop] = asyncio.Semaphore(MAX_QUEUED)
+        slots = _slots[(loop, name)] = asyncio.Semaphore(MAX_QUEUED)
     async with slots:
         pool = _started(name)
         try:
-            result: T = await asyncio.wait_for(asyncio.to_thread(pool.call, name, args), JOB_TIMEOUT_S)
+            result: T = await asyncio.wait_for(loop.run_in_executor(pool.waits, pool.call, name, args),
+                                               JOB_TIMEOUT_S)
         except TimeoutError:
             pool.kill()
             raise PoolError(f"{name} took longer than {JOB_TIMEOUT_S:g}s in the speech worker") from None
