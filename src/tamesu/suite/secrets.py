@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import sys
+from collections import deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,19 @@ def encoded_forms(value: str) -> set[str]:
     return {form for form in forms if len(form) >= _MIN_REDACTED_LENGTH}
 
 
+_LIVE: deque[Redactor] = deque(maxlen=16)
+"""The last redactors of this process that were given a secret: what the command line's last resort (an internal
+error, its traceback) masks with, after the plan that held the run's is gone. Bounded: a process that makes
+plans for ever (a test session) keeps no more than these."""
+
+
+def mask_known(text: str) -> str:
+    """`text` with every secret any redactor of this process knows masked."""
+    for redactor in list(_LIVE):
+        text = redactor.text(text)
+    return text
+
+
 class Redactor:
     """Masks every secret value, in each of its encoded forms, in text and in JSON-like data before it is
     written or printed."""
@@ -230,6 +244,8 @@ class Redactor:
 
     def add(self, value: str) -> None:
         if len(value) >= _MIN_REDACTED_LENGTH and value not in self._values:
+            if not self._values:
+                _LIVE.append(self)
             self._values.add(value)
             self._forms |= encoded_forms(value)
             # longest first, so a value is masked whole before any shorter form inside it
