@@ -103,7 +103,7 @@ class Receivers:
         kind, written = spec.backend
         context = Context(env=dict(os.environ), **({"secrets": self._secrets} if self._secrets else {}))
         try:
-            url = context.render_text(written)
+            url = context.render_url(written)
             headers = {name: context.render_text(value) for name, value in spec.headers.items()}
         except TemplateError as exc:
             raise QueryError(f"traces.query: {exc}") from None
