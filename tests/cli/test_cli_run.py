@@ -384,6 +384,28 @@ def test_a_password_with_a_slash_in_a_rest_urls_userinfo_is_sent_whole(tmp_path:
             assert b"S3cr3t" not in path.read_bytes() and basic.encode() not in path.read_bytes(), path
 
 
+def test_a_secret_with_an_umlaut_the_agent_echoes_as_latin_1_is_masked(tmp_path: Path, tamesu, agent) -> None:
+    # a header goes out as UTF-8; an ASGI agent (Starlette here) reads its bytes as Latin-1, as HTTP has it, and
+    # echoed `Bearer S3cr3t-Ã¼mlaut`: not a form the redactor knew, so on the console and in every file
+    _, url = agent
+    secret = "S3cr3t-ümlaut-4711"
+    echoed = secret.encode().decode("latin-1")
+    (tmp_path / ".env").write_text(f"BOT_TOKEN={secret}\n", encoding="utf-8")
+    suite(tmp_path, url, """\
+  - name: echo
+    target: bot
+    scenario: { script: [ { say: echo-auth } ] }
+""", extra="    headers: { Authorization: 'Bearer {{secrets.BOT_TOKEN}}' }\n")
+    result = tamesu(["run", "suite.yaml", "-vv", "--out", "out"], cwd=tmp_path)
+    said = result.stdout + result.stderr
+    assert result.returncode == 0, said
+    assert "you sent Bearer ***" in said and echoed not in said and secret not in said, said
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert echoed.encode() not in data and secret.encode() not in data, path
+
+
 def test_a_secret_a_later_test_sends_is_masked_in_the_tests_before_it(tmp_path: Path, tamesu, agent) -> None:
     # a secret was masked only once a template had handed it out: the first test's transcript, result and the
     # reports kept what the agent said of it in plain text. An SDK's own key variable is a secret too.

@@ -216,6 +216,12 @@ def encoded_forms(value: str) -> set[str]:
     return {form for form in forms if len(form) >= _MIN_REDACTED_LENGTH}
 
 
+def latin_1_reading(value: str) -> str | None:
+    """A value that is not ASCII as a server reads its UTF-8 bytes in a header (Latin-1, as HTTP has it: Starlette,
+    every ASGI server): `ümlaut` comes back `Ã¼mlaut` from an agent that echoes the header. None for ASCII."""
+    return None if value.isascii() else value.encode().decode("latin-1")
+
+
 _LIVE: deque[Redactor] = deque(maxlen=16)
 """The last redactors of this process that were given a secret: what the command line's last resort (an internal
 error, its traceback) masks with, after the plan that held the run's is gone. Bounded: a process that makes
@@ -248,6 +254,8 @@ class Redactor:
                 _LIVE.append(self)
             self._values.add(value)
             self._forms |= encoded_forms(value)
+            if (misread := latin_1_reading(value)) is not None:
+                self._forms |= encoded_forms(misread)
             # longest first, so a value is masked whole before any shorter form inside it
             ordered = sorted(self._forms, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
