@@ -278,6 +278,13 @@ class Redactor:
         masked = self._pattern.sub(MASK, text)
         return self._cut().sub(MASK, masked) if _cut_short(masked) else masked
 
+    def cut_end(self, text: str) -> str:
+        """`text` cut short by tamesu with no mark (an answer read up to a size bound) masked: a secret's head at
+        its very end too, as before an ellipsis, so the cut keeps no first characters of one."""
+        if self._pattern is None or not text:
+            return text
+        return self._cut().sub(MASK, self.text(text) + "…")[:-1]
+
     def in_json(self, text: str) -> bool:
         """Whether any secret shows in `text`, JSON written by `json.dumps(..., ensure_ascii=False)`: one search
         instead of a walk over every string, for data that seldom holds one. JSON escapes each character on
