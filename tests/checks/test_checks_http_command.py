@@ -209,6 +209,17 @@ async def test_http_a_header_that_cannot_be_sent_is_not_said_unreachable(backend
     assert said.startswith(f"GET {backend}/echo: cannot be sent: ") and "line break" in said, said
 
 
+async def test_http_a_header_with_an_umlaut_is_sent_as_utf8(backend: str) -> None:
+    # before: httpx encoded the header as ASCII: 'http: internal error: UnicodeEncodeError' (traceback.txt),
+    # where the rest target's aiohttp sends UTF-8
+    run = run_with(backend)
+    run.context = Context(captured={}, vars={}, secrets={"TOKEN": "S3cr3t+/=&ümlaut"})
+    # its UTF-8 bytes, which Starlette reads as Latin-1 (as HTTP has it)
+    sent = "Bearer S3cr3t+/=&ümlaut".encode().decode("latin-1")
+    await passes({"http": {"url": f"{backend}/echo", "headers": {"Authorization": "Bearer {{secrets.TOKEN}}"},
+                           "json_path": {"path": "$.authorization", "equals": sent}}}, run)
+
+
 async def test_a_check_that_could_not_be_made_is_not_passed_by_negate(backend: str) -> None:
     # before: "negated: cannot check: ..." passed: a value never found, a metric never measured
     for entry in ({"metric": {"name": "time_to_frist_token_ms", "lte": 10}, "negate": True},

@@ -41,3 +41,21 @@ async def test_a_server_that_wrote_nothing_leaves_no_log(tmp_path: Path) -> None
     path = tmp_path / "mcp-server.log"
     discard(path, MaskedLog(path, Redactor().text))
     assert not path.exists()
+
+
+async def test_a_long_stdout_line_cut_inside_a_secret_keeps_no_head_of_it(tmp_path: Path) -> None:
+    # a stdio server's stdout line that is not JSON-RPC is kept cut (120 characters in the event, 2000 in the log):
+    # cut bare, a secret the cut fell in left its first characters in both
+    from tamesu.targets.mcp.connection import StdoutNoise
+
+    redactor = Redactor()
+    redactor.add("s3cret-token-77")
+    path = tmp_path / "mcp-server.log"
+    log = MaskedLog(path, redactor.text)
+    noise = StdoutNoise(log)
+    noise.add("x" * 110 + " s3cret-token-77 and more")
+    noise.add("y" * 1990 + " s3cret-token-77 and more")
+    discard(path, log)
+    assert "s3cret" not in redactor.text(noise.first) and redactor.text(noise.first).endswith("x ***…")
+    written = path.read_text(encoding="utf-8")
+    assert "s3cret" not in written and "y ***…" in written, written[-200:]

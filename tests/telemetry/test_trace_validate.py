@@ -243,8 +243,9 @@ tests:
     assert asked == ["hi"]  # the suite's own mistake comes out the same again: not retried
     detail = json.loads(next((tmp_path / "out").glob("*/suite/one/run-1/result.json")).read_text())
     assert detail["status"] == "error" and detail["fault"] == "suite", detail
-    assert detail["error"] == ("traced: judge: trace: true, but no spans: the suite receives none (set traces.receive "
+    # the judge's own words follow the name the suite gave it (not "traced: judge: ...")
+    assert detail["error"] == ("traced: trace: true, but no spans: the suite receives none (set traces.receive "
                                "in tamesu.yaml or the suite)")
     said = result.stdout
-    assert "! traced: judge: trace: true, but no spans" in said, said
+    assert "! traced: trace: true, but no spans" in said, said
     assert "✗ tools: not decided: no spans: the suite receives none" in said, said

@@ -78,7 +78,7 @@ class _Request:
 
     def __init__(self, spec: HttpSpec, run: RunView) -> None:
         context = run.context
-        self.url = context.render_text(spec.url)
+        self.url = context.render_url(spec.url)
         self.headers = {name: context.render_text(value) for name, value in spec.headers.items()}
         self.body = context.render_value(spec.body)
         needles = [spec.contains] if isinstance(spec.contains, str) else spec.contains or []

@@ -470,9 +470,16 @@ def entry(command: click.Command | None = None) -> None:
     try:
         (command or main)(standalone_mode=True)
     except Exception as exc:
+        import traceback
+
+        from tamesu.suite.secrets import mask_known
+
+        # an exception's words can hold what a template put in (a secret in a URL it could not parse): masked
         if os.environ.get("TAMESU_DEBUG"):
-            raise
-        click.echo(f"tamesu: internal error: {type(exc).__name__}: {exc} (set TAMESU_DEBUG=1 for details)", err=True)
+            click.echo(mask_known("".join(traceback.format_exception(exc))).rstrip(), err=True)
+            sys.exit(EXIT_INFRA)
+        said = mask_known(f"{type(exc).__name__}: {exc}")
+        click.echo(f"tamesu: internal error: {said} (set TAMESU_DEBUG=1 for details)", err=True)
         sys.exit(EXIT_INFRA)
 
 

@@ -75,7 +75,7 @@ def _request_timeout(hook: HookSpec) -> float:
 async def _run_request(hook: HookSpec, context: Context, timeout: float) -> None:
     assert hook.http is not None
     spec = hook.http
-    url = context.render_text(spec.url)
+    url = context.render_url(spec.url)
     body = context.render_value(spec.body)
     headers = {k: context.render_text(v) for k, v in spec.headers.items()}
     try:

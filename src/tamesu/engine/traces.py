@@ -128,7 +128,7 @@ def trace_query(spec: TraceQuerySpec, secrets: Callable[[str], str] | None = Non
     kind, written = spec.backend
     context = Context(env=dict(os.environ), **({"secrets": secrets} if secrets else {}))
     try:
-        url = context.render_text(written)
+        url = context.render_url(written)
         headers = {name: context.render_text(value) for name, value in spec.headers.items()}
     except TemplateError as exc:
         raise QueryError(f"traces.query: {exc}") from None

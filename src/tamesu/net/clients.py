@@ -42,6 +42,14 @@ class AsyncClient(httpx.AsyncClient):
         self._set_cookies = SetCookies(cookies)
         self._total = total
 
+    def build_request(self, *args: Any, **options: Any) -> httpx.Request:
+        # httpx encodes a str header as ASCII and raised UnicodeEncodeError (an internal error) for a secret with
+        # an umlaut in a hook's, the `http` check's or traces.query's header; the rest target (aiohttp) sends UTF-8
+        if isinstance(headers := options.get("headers"), dict):
+            options["headers"] = {name: value.encode() if isinstance(value, str) and not value.isascii() else value
+                                  for name, value in headers.items()}
+        return super().build_request(*args, **options)
+
     async def send(self, request: httpx.Request, **options: Any) -> httpx.Response:
         if self._total is None:
             return await super().send(request, **options)

@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import sys
+from collections import deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,25 @@ def encoded_forms(value: str) -> set[str]:
     return {form for form in forms if len(form) >= _MIN_REDACTED_LENGTH}
 
 
+def latin_1_reading(value: str) -> str | None:
+    """A value that is not ASCII as a server reads its UTF-8 bytes in a header (Latin-1, as HTTP has it: Starlette,
+    every ASGI server): `ümlaut` comes back `Ã¼mlaut` from an agent that echoes the header. None for ASCII."""
+    return None if value.isascii() else value.encode().decode("latin-1")
+
+
+_LIVE: deque[Redactor] = deque(maxlen=16)
+"""The last redactors of this process that were given a secret: what the command line's last resort (an internal
+error, its traceback) masks with, after the plan that held the run's is gone. Bounded: a process that makes
+plans for ever (a test session) keeps no more than these."""
+
+
+def mask_known(text: str) -> str:
+    """`text` with every secret any redactor of this process knows masked."""
+    for redactor in list(_LIVE):
+        text = redactor.text(text)
+    return text
+
+
 class Redactor:
     """Masks every secret value, in each of its encoded forms, in text and in JSON-like data before it is
     written or printed."""
@@ -230,8 +250,12 @@ class Redactor:
 
     def add(self, value: str) -> None:
         if len(value) >= _MIN_REDACTED_LENGTH and value not in self._values:
+            if not self._values:
+                _LIVE.append(self)
             self._values.add(value)
             self._forms |= encoded_forms(value)
+            if (misread := latin_1_reading(value)) is not None:
+                self._forms |= encoded_forms(misread)
             # longest first, so a value is masked whole before any shorter form inside it
             ordered = sorted(self._forms, key=len, reverse=True)
             self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
@@ -253,6 +277,13 @@ class Redactor:
             return text
         masked = self._pattern.sub(MASK, text)
         return self._cut().sub(MASK, masked) if _cut_short(masked) else masked
+
+    def cut_end(self, text: str) -> str:
+        """`text` cut short by tamesu with no mark (an answer read up to a size bound) masked: a secret's head at
+        its very end too, as before an ellipsis, so the cut keeps no first characters of one."""
+        if self._pattern is None or not text:
+            return text
+        return self._cut().sub(MASK, self.text(text) + "…")[:-1]
 
     def in_json(self, text: str) -> bool:
         """Whether any secret shows in `text`, JSON written by `json.dumps(..., ensure_ascii=False)`: one search

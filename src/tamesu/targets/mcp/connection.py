@@ -92,10 +92,16 @@ class StdoutNoise:
 
     def add(self, line: str) -> None:
         self.lines += 1
+        # a cut is marked `…`: a secret the cut falls in is then masked by its head (cut bare, its first
+        # characters stayed in the event and the log)
         if not self.first:
-            self.first = line[:120]
+            self.first = _cut(line, 120)
         with suppress(ValueError, OSError):  # the log closes with the session
-            self._errlog.write(f"[stdout, not JSON-RPC] {line[:2000]}\n")
+            self._errlog.write(f"[stdout, not JSON-RPC] {_cut(line, 2000)}\n")
+
+
+def _cut(line: str, most: int) -> str:
+    return line if len(line) <= most else line[:most] + "…"
 
 
 def stdio_transport(command: str, args: list[str], env: dict[str, str], cwd: Path, errlog: MaskedLog,

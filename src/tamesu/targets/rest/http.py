@@ -29,6 +29,7 @@ from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.tls import PLAIN_TO_TLS, TlsSpec, speaks_tls
 from tamesu.net.urls import shown_url, url_problem
 from tamesu.suite.schema import ConnectSpec
+from tamesu.suite.secrets import Redactor
 from tamesu.targets.rest.body import Reading, bounded_chunks, reading_of
 from tamesu.types import JSONValue
 
@@ -318,12 +319,13 @@ async def read_text(response: aiohttp.ClientResponse, session: Session, limit: i
     else:
         # a cut body may end inside a character: an incremental decoder drops only that unfinished tail
         text = codecs.getincrementaldecoder(text_encoding(headers))(errors="replace").decode(content, final=False)
+        text = session.redactor.cut_end(text)  # the bound may fall inside a secret: its head is no answer
         reading.record(session, "the answer")
         content_type = headers.get("content-type", "")
         if is_json_type(content_type) and response.status < 400:
             raise TurnError(f"{reading.note('the JSON answer')}: a cut JSON document cannot be read (raise "
                             f"the target's max_response_bytes to read it): {excerpt(text)}",
-                            raw=_stand_in(text, reading), status=response.status)
+                            raw=_stand_in(text, reading, session.redactor), status=response.status)
     return text, reading.cut
 
 
@@ -361,8 +363,9 @@ def answer_body(status: int, headers: Mapping[str, str], text: str, cut: bool) -
     return parse_body(text, content_type)
 
 
-def _stand_in(text: str, reading: Reading) -> dict[str, object]:
-    return {"truncated": True, "bytes_read": reading.read, "bytes": reading.declared, "excerpt": text[:2000]}
+def _stand_in(text: str, reading: Reading, redactor: Redactor) -> dict[str, object]:
+    return {"truncated": True, "bytes_read": reading.read, "bytes": reading.declared,
+            "excerpt": redactor.cut_end(text[:2000])}
 
 
 async def _read(response: aiohttp.ClientResponse, reading: Reading) -> bytes:

@@ -63,7 +63,7 @@ def render_url(ctx: Context, template: str) -> str:
     is no parameter's value (`{{env.AGENT_URL}}/chat`, `?{{vars.params}}`) is left as written."""
     head, mark, query = template.partition("?")
     if not mark or "{{" not in query:
-        return ctx.render_text(template)
+        return ctx.render_url(template)
 
     def encoded(match: re.Match[str]) -> str:
         name = query[query.rfind("&", 0, match.start()) + 1:match.start()]
@@ -71,7 +71,7 @@ def render_url(ctx: Context, template: str) -> str:
             return match.group(0)
         return quote(as_text(ctx.lookup(match.group(1))), safe="")
 
-    return ctx.render_text(head + mark + TEMPLATE.sub(encoded, query))
+    return ctx.render_url(head + mark + TEMPLATE.sub(encoded, query))
 
 
 def build_poll(http: Http, poll: PollSpec, ctx: Context, target_url: str, headers: dict[str, str],
