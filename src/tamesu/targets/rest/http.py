@@ -282,8 +282,12 @@ class Http:
                          f"requests) {self._rate_limit_retries + 1} times: lower --parallel or raise its limit "
                          "(rate_limit_retries: 0 takes a 429 as the turn's answer)")
 
-    async def fetch(self, request: Request) -> Answer:
+    async def fetch(self, request: Request, heard: Callable[[int], object] | None = None) -> Answer:
+        """The whole answer to `request`; `heard` is told its status as soon as the headers come (a caller's
+        timeout then says the body was what did not come)."""
         response, sent_at = await self.open_stream(request)
+        if heard is not None:
+            heard(response.status)
         try:
             text, cut = await read_text(response, self._session, self.max_bytes)
         finally:
