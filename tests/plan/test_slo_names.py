@@ -77,6 +77,20 @@ def test_a_statistic_an_audio_call_does_not_record_is_said_with_the_ones_it_does
             "_max, _p50, _p99 only)") in said, said
 
 
+def test_a_misspelt_family_of_a_few_statistics_is_said_as_that_family(tmp_path: Path) -> None:
+    # before: the family's base misspelt was matched against plain names only: loop_lag_m_p99 suggested
+    # loop_cpu_ms ("one number: it takes no _p99"), frame_lat_ms_p99 another type's barge_in_late_ms_p99
+    for written, meant, recorded in [("loop_lag_m_p99", "loop_lag_ms_p99", "loop_lag_ms is recorded as _max, _p99"),
+                                     ("frame_lat_ms_p99", "frame_late_ms_p99",
+                                      "frame_late_ms is recorded as _max, _p50, _p99"),
+                                     ("loop_lag_m", "loop_lag_ms_p99", "loop_lag_ms is recorded as _max, _p99")]:
+        code, said = _validate(tmp_path, f"{written}: 20", target="call")
+        assert code == 2, said
+        assert said.splitlines()[0].endswith(f"{written}: {written} is measured by no run of this suite's voice "
+                                             "target, nor by any other target type, so this SLO would pass every "
+                                             f"test unchecked: did you mean {meant}? ({recorded} only)"), said
+
+
 def test_the_projects_slo_is_said_in_tamesu_yaml(tmp_path: Path) -> None:
     code, said = _validate(tmp_path, "turns: 9", project="defaults:\n  slo: { turns_latency_ms: 100 }\n")
     assert code == 2, said

@@ -88,14 +88,19 @@ def test_a_retry_after_of_no_time_is_waited_as_the_backoff(tmp_path: Path, tames
 
 
 def test_a_limit_that_never_lifts_is_an_infrastructure_error(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    # before: "lower --parallel" at --parallel 1 too, where no other run was asking the agent
     url = serve(limited_agent(refusals=100)).url
     (tmp_path / "s.tamesu.yaml").write_text(suite(url, ", rate_limit_retries: 2"))
-    result = tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path)
-    output = result.stdout + result.stderr
-    assert result.returncode == 3, output
-    assert (f"POST {url}/chat: the agent answered HTTP 429 (too many requests) 3 times: lower --parallel or raise "
-            "its limit (rate_limit_retries: 0 takes a 429 as the turn's answer)") in output
-    assert result_of(tmp_path)["status"] == "error"
+    for parallel, advice in [("1", "raise its limit or rate_limit_retries (one run at a time: no other of tamesu's "
+                                   "was asking it)"),
+                             ("3", "lower --parallel (3 runs at once) or raise its limit")]:
+        result = tamesu(["run", "s.tamesu.yaml", "--out", f"out{parallel}", "--parallel", parallel], cwd=tmp_path)
+        output = result.stdout + result.stderr
+        assert result.returncode == 3, output
+        assert (f"POST {url}/chat: the agent answered HTTP 429 (too many requests) 3 times: {advice} "
+                "(rate_limit_retries: 0 takes a 429 as the turn's answer)") in output, output
+    [run] = list((tmp_path / "out1").iterdir())
+    assert json.loads(next(run.rglob("result.json")).read_text())["status"] == "error"
 
 
 def test_no_retries_keeps_the_429_as_the_answer(tmp_path: Path, tamesu: Any, serve: Serve) -> None:

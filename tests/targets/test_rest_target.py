@@ -347,13 +347,14 @@ async def test_session_open_that_times_out_names_its_timeout(rest_agents: Runnin
 
 async def test_session_open_that_trickles_is_given_up_at_its_timeout(rest_agents: RunningAgents,
                                                                       tmp_path: Path) -> None:
-    # before: each read had the timeout, so an answer coming a byte at a time was read to its end (SLOW_SECONDS)
+    # before: each read had the timeout, so an answer coming a byte at a time was read to its end (SLOW_SECONDS);
+    # then its line said "no answer within 0.3s", of a server whose HTTP 200 had come at once
     spec = {"url": f"{rest_agents.url}/chat", "session": {"open": {
         "url": "/trickle", "timeout": "300ms", "capture": {"id": "$.session_id"}}}}
     target = RestTarget(RestSpec.model_validate({"type": "rest", **spec}), "api")
     started = time.monotonic()
-    with pytest.raises(InfraError, match=r"session\.open POST .*/trickle: no answer within 0\.3s "
-                                         r"\(session\.open\.timeout\)$"):
+    with pytest.raises(InfraError, match=r"session\.open POST .*/trickle: answered HTTP 200 but did not send its "
+                                         r"whole body within 0\.3s \(session\.open\.timeout\)$"):
         await target.open(make_session(tmp_path))
     await target.close()
     assert time.monotonic() - started < SLOW_SECONDS / 2  # the trickle would have been read to its end

@@ -32,7 +32,7 @@ from tamesu.checks.json_path import PathSpec, compile_path, find, judge
 from tamesu.errors import InfraError, SuiteProblem, TemplateError
 from tamesu.matching import number_text, shown
 from tamesu.net.bounded import is_too_large
-from tamesu.net.clients import async_client, moved, os_reason
+from tamesu.net.clients import async_client, moved, no_answer, os_reason
 from tamesu.net.tls import TlsSpec, tls_reason
 from tamesu.plugins import register
 from tamesu.suite.hooks_spec import http_method, http_url
@@ -116,9 +116,9 @@ class Http(Check[HttpSpec]):
                 response = await client.request(
                     self.spec.method, request.url, headers=request.headers, **request.content()
                 )
-        except httpx.TimeoutException:
+        except httpx.TimeoutException as exc:
             # a slow backend as an unreachable one (it was the agent's failure, exit 1, while that was exit 3)
-            raise InfraError(f"{label}: no answer within {number_text(self.spec.timeout)}s (its timeout)") from None
+            raise InfraError(f"{label}: {no_answer(exc, number_text(self.spec.timeout))} (its timeout)") from None
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             # the URL the suite wrote (or a value filled into it) is none that can be requested: nothing was
             # reached, and neither the backend nor the agent is to blame

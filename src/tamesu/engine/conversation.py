@@ -54,6 +54,8 @@ class RunInputs:
     after_each: list[HookGroup] = field(default_factory=list)
     models: ModelRegistry | None = None
     update_golden: bool = False
+    parallel: int = 1
+    """How many test runs may go at once (`--parallel`)."""
     rerun: int = 0
     """The how-manieth new-seed run of an inconclusive one this is (0: the first)."""
     user_factory: Callable[[ModelRegistry | None, int], UserSimulator] | None = None
@@ -130,6 +132,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     models = inputs.models.with_ledger(run_ledger, session.event) if inputs.models is not None and run_ledger else None
     session.models = models
     session.update_golden = inputs.update_golden
+    session.runs_at_once = inputs.parallel
     remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",

@@ -440,7 +440,8 @@ class Runner:
                 test=test, number=number, attempt=attempt, run_id=f"{directory.root.name}-{number}",
                 artifacts_dir=run_dir, secrets=self.plan.secrets, rerun=rerun,
                 before_each=self._hooks(test.suite, "before_each"), after_each=self._hooks(test.suite, "after_each"),
-                models=models, update_golden=self.options.update_golden, stop=self.stopping,
+                models=models, update_golden=self.options.update_golden, parallel=self.options.parallel,
+                stop=self.stopping,
                 user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 traces=traces,
             )

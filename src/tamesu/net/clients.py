@@ -14,8 +14,8 @@ from tamesu.net.aio import DISCONNECTED, OnResend, aio_transport, resend_reason
 from tamesu.net.bounded import bounded_transport
 from tamesu.net.tls import TlsSpec, ssl_context, tls_reason
 
-__all__ = ["DISCONNECTED", "NO_BASE_URL", "NO_PARAMS", "AsyncClient", "SetCookies", "async_client", "client_options",
-           "os_reason", "resend_reason", "ssl_context"]
+__all__ = ["DISCONNECTED", "NO_BASE_URL", "NO_PARAMS", "AsyncClient", "BodyTimeout", "SetCookies", "async_client",
+           "client_options", "no_answer", "os_reason", "resend_reason", "ssl_context"]
 
 
 class SetCookies(httpx.Cookies):
@@ -50,15 +50,30 @@ class AsyncClient(httpx.AsyncClient):
                                   for name, value in headers.items()}
         return super().build_request(*args, **options)
 
-    async def send(self, request: httpx.Request, **options: Any) -> httpx.Response:
+    async def send(self, request: httpx.Request, *, stream: bool = False, **options: Any) -> httpx.Response:
         if self._total is None:
-            return await super().send(request, **options)
-        # httpx's timeouts are per read: a server answering a byte now and then held a request for ever
+            return await super().send(request, stream=stream, **options)
+        # httpx's timeouts are per read: a server answering a byte now and then held a request for ever. The
+        # headers are awaited apart from the body, so a server that answered its status and then trickled (or
+        # stalled) is told from one that never answered: "no answer within 1s" was said of both
+        answered: httpx.Response | None = None
         try:
             async with asyncio.timeout(self._total):
-                return await super().send(request, **options)
-        except TimeoutError:
-            raise httpx.ReadTimeout(f"no whole answer within {self._total:g}s", request=request) from None
+                answered = await super().send(request, stream=True, **options)
+                if not stream:
+                    await answered.aread()
+                return answered
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            if answered is None:
+                if isinstance(exc, httpx.TimeoutException):
+                    raise
+                raise httpx.ReadTimeout(f"no whole answer within {self._total:g}s", request=request) from None
+            await answered.aclose()
+            raise BodyTimeout(answered.status_code, self._total, request) from None
+        except BaseException:
+            if answered is not None:  # as httpx's own send, which closes an answer it failed to read
+                await answered.aclose()
+            raise
 
     @property
     def cookies(self) -> httpx.Cookies:
@@ -67,6 +82,23 @@ class AsyncClient(httpx.AsyncClient):
     @cookies.setter
     def cookies(self, cookies: Any) -> None:
         self._set_cookies = SetCookies(cookies)
+
+
+class BodyTimeout(httpx.ReadTimeout):
+    """The server answered its status and headers within a request's time, and not its whole body."""
+
+    def __init__(self, status: int, within: float, request: httpx.Request | None = None) -> None:
+        super().__init__(f"answered HTTP {status} but did not send its whole body within {within:g}s",
+                         request=request)
+        self.status = status
+
+
+def no_answer(exc: BaseException, within: str) -> str:
+    """What a request given up at its timeout (`within`, in seconds as the line writes them) got: its status and
+    not its whole body (`BodyTimeout`), or nothing."""
+    if isinstance(exc, BodyTimeout):
+        return f"answered HTTP {exc.status} but did not send its whole body within {within}s"
+    return f"no answer within {within}s"
 
 
 def client_options(*, tls: TlsSpec | None = None, on_resend: OnResend | None = None) -> dict[str, Any]:

@@ -134,11 +134,15 @@ def hint(name: str, known: frozenset[str], whose: str) -> str:
     every = known | frozenset().union(*declared.values())
     match = _SUFFIX.match(name)
     base, stat = (match.group("base"), match.group("stat")) if match else (name, "")
-    # a family recorded as a few statistics (an audio call's frame_late_ms_p99): another of it is measured by no run
-    fixed = [n for n in sorted(every) if (m := _SUFFIX.match(n)) is not None and m.group("base") == base]
+    # a family recorded as a few statistics (an audio call's frame_late_ms_p99): another of it is measured by no run;
+    # its base misspelt (loop_lag_m_p99) is matched as the family's, not as a plain name's (it was loop_cpu_ms)
     plain = sorted(n for n in every if not _SUFFIX.match(n))
+    families = sorted({m.group("base") for n in every if (m := _SUFFIX.match(n)) is not None})
+    near = [base] if base in families else difflib.get_close_matches(base, [*plain, *families], n=1, cutoff=0.6)
+    family = near[0] if near and near[0] in families else base
+    fixed = [n for n in sorted(every) if (m := _SUFFIX.match(n)) is not None and m.group("base") == family]
     # a statistic is kept as written, on a distribution: the name it is of is the misspelt part
-    close = difflib.get_close_matches(name, fixed, n=1, cutoff=0.0) or \
+    close = difflib.get_close_matches(family + stat, fixed, n=1, cutoff=0.0) or \
         [found + (stat if found in DISTRIBUTIONS else "")
          for found in difflib.get_close_matches(base, plain, n=1, cutoff=0.6)] or \
         difflib.get_close_matches(name, sorted(every), n=1, cutoff=0.6)
@@ -147,7 +151,7 @@ def hint(name: str, known: frozenset[str], whose: str) -> str:
               if n in known and not n.startswith("trace_") and n.removesuffix("_total") not in SPAN_METRICS]
     nearest = f"did you mean {close[0]}?" if close else \
         f"the metrics: {', '.join(listed)}, and with traces: the agent's span metrics (docs/traces.md)"
-    stats = _statistics(stat, close[0] if close else None, base, fixed, every)
+    stats = _statistics(stat, close[0] if close else None, family, fixed, every)
     # a near name of another target type's (time_to_first_audio_ms on a rest suite) is said as theirs
     others = measured_by(close[0], declared) if close and not measurable(close[0], known) else []
     theirs = f"; {base_of(close[0])} is measured only by {targets.types_said(others)}, not by {whose}" if others \

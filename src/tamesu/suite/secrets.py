@@ -37,9 +37,13 @@ _MAX_DOTENV_BYTES = 1_000_000
 # Below this many bytes the shared part of a base64 text at another alignment is too short to mask safely.
 _MIN_BASE64_CORE = 6
 _PERCENT = re.compile(r"%[0-9A-F]{2}")
-_URL_SAFE_SETS = ("", "/", "/+@!$&'()*,;=:~", "/+@!$&'()*,;=:~?")
+_URL_SAFE_SETS = ("", "/", "/+@!$&'()*,;=:~", "/+@!$&'()*,;=:~?", "/?:@!$'()*,")
 """What encoders leave alone: everything encoded; a path as `urllib.parse.quote` writes it; a path and a query
-as httpx (and browsers, after the WHATWG URL standard) write them, keeping `+`, `@`, `=`..."""
+as httpx (and browsers, after the WHATWG URL standard) write them, keeping `+`, `@`, `=`...; a query parameter's
+value as yarl (aiohttp's `with_query`, `params=`) writes one, its `&+=;` encoded and `?/:@` kept."""
+_KEPT_ENCODED = ("&+;=", "%#&+;=")
+"""What stays encoded in a query read back half decoded: yarl's `query_string` (aiohttp's `request.query_string`,
+`path_qs`) decodes all but the query's own delimiters; `human_repr()` (a URL in an aiohttp log line) also `%`, `#`."""
 
 
 def read_dotenv(path: Path, warnings: list[Problem] | None = None) -> dict[str, str]:
@@ -179,7 +183,8 @@ def _shown(path: Path) -> str:
 
 def encoded_forms(value: str) -> set[str]:
     """Every way a secret's value is commonly written where tamesu can see it: as it is; URL-encoded as a
-    path or query (`%20`; `/`, `+`, `@`... kept or not) and as a form (`+`), with upper- or lower-case `%xx`; base64
+    path or query (`%20`; `/`, `+`, `@`... kept or not) and as a form (`+`), with upper- or lower-case `%xx`, and a
+    query read back decoded but for its delimiters (`%26`, `%2B`: aiohttp's `request.query_string`); base64
     (standard and URL-safe, padded or not, and the part that any base64 text containing the value at each
     of the three byte alignments must contain, as in a Basic auth header of `user:secret`); the hex of its
     UTF-8 bytes, lower- or upper-case (a key or signature dumped as hex; inside a longer hex text too, which
@@ -189,7 +194,10 @@ def encoded_forms(value: str) -> set[str]:
     quoted_forms = [quote(value, safe=safe) for safe in _URL_SAFE_SETS]
     # a query as yarl (aiohttp) writes one: a space as a form's `+`, the rest as a query keeps it (`&` too)
     in_query = [quoted.replace("%20", "+") for quoted in quoted_forms if "%20" in quoted]
-    for quoted in [*quoted_forms, *in_query, quote_plus(value), quote_plus(value, safe="/")]:
+    # a query an agent read back, decoded but for its delimiters, with its space as sent or as shown (`%20`, `+`)
+    half = ["".join(f"%{ord(c):02X}" if c in kept else c for c in value) for kept in _KEPT_ENCODED]
+    half += [form.replace(" ", space) for form in half if " " in form for space in ("%20", "+")]
+    for quoted in [*quoted_forms, *in_query, *half, quote_plus(value), quote_plus(value, safe="/")]:
         forms.add(quoted)
         forms.add(_PERCENT.sub(lambda m: m.group(0).lower(), quoted))
     raw = value.encode()

@@ -14,7 +14,7 @@ from tamesu.conversation import Session
 from tamesu.errors import InfraError, TemplateError
 from tamesu.matching import one_line
 from tamesu.net.bounded import is_too_large
-from tamesu.net.clients import async_client
+from tamesu.net.clients import async_client, no_answer
 from tamesu.targets.base import SessionOpenSpec
 from tamesu.targets.rest.read import searched, values
 
@@ -43,7 +43,7 @@ def failed_because(exc: BaseException, spec: SessionOpenSpec, masked_url: str) -
     alone said "Timeout on reading data from socket", of no setting)."""
     cause = exc if isinstance(exc, httpx.TimeoutException | TimeoutError) else exc.__cause__
     if isinstance(cause, httpx.TimeoutException | TimeoutError):
-        why = f"no answer within {spec.timeout:g}s (session.open.timeout)"
+        why = f"{no_answer(cause, f'{spec.timeout:g}')} (session.open.timeout)"
     else:
         why = f"{type(exc).__name__}: {exc}" if isinstance(exc, httpx.HTTPError) else str(exc)
     return f"session.open {spec.method.upper()} {masked_url}: {why}"

@@ -21,6 +21,7 @@ from tamesu.errors import InfraError
 from tamesu.matching import one_line
 from tamesu.net.bounded import is_too_large
 from tamesu.net.clients import os_reason
+from tamesu.net.rate_limit import still_limited
 from tamesu.net.urls import REFUSAL_HINTS, shown_url
 from tamesu.targets._web_page import is_web_page, page_title
 from tamesu.targets.a2a._jsonrpc_ids import JsonRpcIdMismatch
@@ -137,10 +138,10 @@ def described(error: AgentError, choice: Choice) -> str:
 
 
 def failure(error: AgentError, retries: int, what: str, choice: Choice, url: str,
-            mask: Callable[[str], str]) -> InfraError | TurnError:
+            mask: Callable[[str], str], runs_at_once: int = 1) -> InfraError | TurnError:
     """What a turn the agent answered with an error raises: a 429 that outlasted `retries` and a refusal before any
     agent read the request are the infrastructure's (exit 3), anything else the agent's answer (the turn fails)."""
-    if (limited := still_rate_limited(error, retries, what)) is not None:
+    if (limited := still_rate_limited(error, retries, what, runs_at_once)) is not None:
         return limited
     # at the target's own url too: a wrong path is seen only in the url it refused
     where = card_gave(choice, url, mask) or f" at {shown_url(url, mask)}"
@@ -151,13 +152,13 @@ def failure(error: AgentError, retries: int, what: str, choice: Choice, url: str
     return TurnError(described(error, choice), raw=error.raw(), status=error.status)
 
 
-def still_rate_limited(error: AgentError, retries: int, what: str) -> InfraError | None:
+def still_rate_limited(error: AgentError, retries: int, what: str, runs_at_once: int = 1) -> InfraError | None:
     """A 429 after `retries` sends again (net.rate_limit, beneath the SDK): no answer of the agent's to grade, so
     an infrastructure error, not a failed turn; with `retries` 0 the 429 is the agent's error."""
     if error.status != 429 or retries == 0:
         return None
-    return InfraError(f"{what}: the agent answered HTTP 429 (too many requests) {retries + 1} times: lower "
-                      "--parallel or raise its limit (rate_limit_retries: 0 takes a 429 as the agent's error)")
+    return InfraError(f"{what}: {still_limited(retries + 1, runs_at_once)} (rate_limit_retries: 0 takes a 429 as "
+                      "the agent's error)")
 
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from tamesu.conversation import Session, TurnError
 from tamesu.errors import InfraError
-from tamesu.net.clients import os_reason
+from tamesu.net.clients import BodyTimeout, os_reason
 from tamesu.suite.templates import Context
 from tamesu.targets.base import SessionOpenSpec
 from tamesu.targets.rest.http import Http, excerpt
@@ -33,10 +33,15 @@ async def open_conversation(session: Session, http: Http, ctx: Context, spec: Se
     masked = session.redactor.text(url := resolve_url(render_url(ctx, spec.url), target.url, ctx, what))
     request = http.build(spec.method.upper(), url, rendered_headers(ctx, spec.headers), ctx.render_value(spec.body),
                          has_body=spec.body is not None, pool_timeout=spec.timeout)
+    heard: list[int] = []
     try:
         async with asyncio.timeout(spec.timeout):  # in all: a server answering a byte now and then held the run
-            answer = await http.fetch(request)
-    except (TurnError, TimeoutError) as exc:
+            answer = await http.fetch(request, heard.append)
+    except TimeoutError as exc:
+        # its status came and its body did not: "no answer" was said of a server that answered at once
+        why = BodyTimeout(heard[0], spec.timeout) if heard else exc
+        raise InfraError(f"{what}: {failed_because(why, spec, masked)}") from exc
+    except TurnError as exc:
         raise InfraError(f"{what}: {failed_because(exc, spec, masked)}") from exc
     if not status_expected(answer.status, spec.expect_status):
         raise InfraError(f"{what}: session.open {spec.method.upper()} {masked} answered HTTP {answer.status}, "

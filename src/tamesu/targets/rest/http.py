@@ -24,7 +24,7 @@ from tamesu.net.aio import DISCONNECTED
 from tamesu.net.clients import os_reason
 from tamesu.net.direct import DirectClient, DroppedBody, Request, chunks, finish, timeouts, whole
 from tamesu.net.json_depth import MAX_JSON_DEPTH, deeper_than
-from tamesu.net.rate_limit import rate_limit_wait, said_as_events
+from tamesu.net.rate_limit import rate_limit_wait, said_as_events, still_limited
 from tamesu.net.retry_after import retry_after_from_headers
 from tamesu.net.tls import PLAIN_TO_TLS, TlsSpec, speaks_tls
 from tamesu.net.urls import shown_url, url_problem
@@ -279,12 +279,16 @@ class Http:
             self.unreachable = "the agent answered HTTP 429 (too many requests)"  # said if the turn times out
             await asyncio.sleep(wait)
             self.unreachable = None
-        raise InfraError(f"{self._what}: {request.method} {self._mask(request)}: the agent answered HTTP 429 (too many "
-                         f"requests) {self._rate_limit_retries + 1} times: lower --parallel or raise its limit "
+        raise InfraError(f"{self._what}: {request.method} {self._mask(request)}: "
+                         f"{still_limited(self._rate_limit_retries + 1, self._session.runs_at_once)} "
                          "(rate_limit_retries: 0 takes a 429 as the turn's answer)")
 
-    async def fetch(self, request: Request) -> Answer:
+    async def fetch(self, request: Request, heard: Callable[[int], object] | None = None) -> Answer:
+        """The whole answer to `request`; `heard` is told its status as soon as the headers come (a caller's
+        timeout then says the body was what did not come)."""
         response, sent_at = await self.open_stream(request)
+        if heard is not None:
+            heard(response.status)
         try:
             text, cut = await read_text(response, self._session, self.max_bytes)
         finally:

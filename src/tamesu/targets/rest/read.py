@@ -336,14 +336,18 @@ def _openai_chunk(event: object) -> str | None:
 
 def _ollama_chunk(event: object) -> tuple[str, str] | None:
     """Where an Ollama stream's chunk has its text (`/api/chat`'s `message.content`, never its `thinking`;
-    `/api/generate`'s `response`) and that text; None for an event of another shape."""
-    if not isinstance(event, Mapping) or "model" not in event or "done" not in event:
+    `/api/generate`'s `response`) and that text; None for an event of another shape. Without its `model` (a relay
+    that drops it) a chat chunk is still Ollama's when nothing else reads so: a `done` that is true or false beside
+    an assistant's `message` with text (its `response` alone, a key many answers have, is not)."""
+    if not isinstance(event, Mapping) or "done" not in event:
         return None
+    named = "model" in event
     message = event.get("message")
-    if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+    if isinstance(message, Mapping) and isinstance(message.get("content"), str) and (named or (
+            isinstance(event["done"], bool) and message.get("role", "assistant") == "assistant")):
         return OLLAMA_DELTA, message["content"]
     said = event.get("response")
-    return (OLLAMA_GENERATE_DELTA, said) if isinstance(said, str) else None
+    return (OLLAMA_GENERATE_DELTA, said) if named and isinstance(said, str) else None
 
 
 def handoff(spec: HandoffSpec | None, text: str, docs: Sequence[object]) -> Handoff | None:
