@@ -104,25 +104,43 @@ async def test_a_sip_greeting_read_during_the_call_is_transcribed_within_turn_ti
     "Welcome to Acme. Press 2 for billing, or 3 to talk to a person." (some 4 s) read by a simulator."""
     from tamesu.targets.sip.target import SipSpec, SipTarget
 
-    (agent,) = await asyncio.to_thread(phone.start_all, [[]])
-    session = new_session(tmp_path)
-    session.reads_reply = lambda: True
     limit = 8.0  # longer than the greeting and idle: its listening ends in time
-    target = SipTarget(SipSpec.model_validate({"type": "sip", "to": agent.uri, "ring_timeout": "5s", "idle": "1s",
-                                               "turn_timeout": f"{limit:g}s", "max_duration": "60s"}), "acme")
-    ahead: list[asyncio.Task[Any]] = []
-    try:
-        ahead = await _busy_worker()
-        await target.open(session)
-        with pytest.raises(OwnSideError) as raised:
-            await target.greeting()
-        behind = sum(not task.done() for task in ahead)
-    finally:
-        await target.close()
-        await _free(ahead)
-        await asyncio.to_thread(agent.stop)
-    said = str(raised.value)
+    for attempt in range(1, SIP_ATTEMPTS + 1):
+        (agent,) = await asyncio.to_thread(phone.start_all, [[]])
+        session = new_session(tmp_path / f"attempt-{attempt}")
+        session.reads_reply = lambda: True
+        target = SipTarget(SipSpec.model_validate({"type": "sip", "to": agent.uri, "ring_timeout": "5s", "idle": "1s",
+                                                   "turn_timeout": f"{limit:g}s", "max_duration": "60s"}), "acme")
+        ahead: list[asyncio.Task[Any]] = []
+        raised: OwnSideError | None = None
+        turn: Any = None
+        try:
+            ahead = await _busy_worker()
+            await target.open(session)
+            try:
+                turn = await target.greeting()
+            except OwnSideError as exc:
+                raised = exc
+            behind = sum(not task.done() for task in ahead)
+            failed = [repr(task.exception()) for task in ahead if task.done() and task.exception() is not None]
+        finally:
+            await target.close()
+            await _free(ahead)
+            await asyncio.to_thread(agent.stop)
+        if raised is None and failed and attempt < SIP_ATTEMPTS:
+            # the transcriptions queued ahead failed before the greeting's (once in a full run: the greeting was
+            # transcribed at once, 9.7 s into the test): the worker was not kept busy, which is this test's
+            # premise, not what it checks. Made again once; any other turn that ends in time fails below
+            continue
+        break
+    assert raised is not None, (f"the greeting was transcribed in time ({turn.text if turn else None!r}) though "
+                                f"{len(ahead)} transcriptions were queued ahead: {behind} still queued, "
+                                f"failed: {failed}")
+    said = str(raised)
     assert "was heard but not transcribed within turn_timeout (8s): not decided" in said, said
     (cut,) = events(session, "transcription_cut")
     assert cut["note"].endswith("within turn_timeout (8s) after it was heard out: the turn's text has none of it"), cut
     assert behind > 0, len(ahead)
+
+
+SIP_ATTEMPTS = 2
