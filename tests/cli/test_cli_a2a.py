@@ -192,3 +192,44 @@ def test_session_open_mints_a_token_for_an_a2a_target(tmp_path: Path, tamesu, ag
     # captured for a credential's header: masked as a secret in what the run writes
     assert "minted-42" not in written
     assert [e["data"]["captured"] for e in json.loads(written)["events"] if e["name"] == "session_open"] == [["token"]]
+
+
+UNSEEN_TOOLS_SUITE = """\
+targets:
+  shop: {{ type: a2a, url: "{url}/a2a", turn_timeout: 10s }}
+defaults: {{ assert: [ {{ tool_not_called: cancel_order }} ] }}
+tests:
+  - name: tools
+    target: shop
+    scenario: {{ script: [ {{ say: "order status please" }} ] }}
+    assert:
+      - tool_called: lookup_order
+      - tool_not_called: refund
+"""
+
+
+def test_a_tool_assertion_an_a2a_agent_never_reports_is_an_error_of_the_suite(tmp_path: Path, tamesu,
+                                                                               agents: A2AAgents) -> None:
+    # validate warned that it "can never see" the tool, yet tool_called failed as the agent's fault (exit 1) and
+    # tool_not_called passed unchecked: each run is the suite's error now, as the other unfit assertions are
+    (tmp_path / "shop.yaml").write_text(UNSEEN_TOOLS_SUITE.format(url=agents.urls["v03"]))
+    checked = tamesu(["validate", "shop.yaml"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert [line.split(": an A2A")[0] for line in checked.stderr.splitlines() if "every run of the test" in line] \
+        == ["warning: shop.yaml:9:9: tests[0].assert[0]", "warning: shop.yaml:10:9: tests[0].assert[1]"]
+    assert "warning: shop.yaml:3:42: defaults.assert[0].tool_not_called: an A2A agent reports no tool calls, so " \
+           "this assertion can never see cancel_order" in checked.stderr, checked.stderr
+    result = tamesu(["run", "shop.yaml", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    [line] = map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())
+    assert (line["status"], line["runs"][0]["fault"]) == ("error", "suite")
+    detail = json.loads((run_dir / line["runs"][0]["dir"] / "result.json").read_text())
+    assert len(detail["turns"]) == 1  # the agent was talked to: only the grading is refused
+    assert {a["name"]: (a["passed"], a["reason"].split(" (")[0]) for a in detail["assertions"]} == {
+        "tool_called": (False, "not decided: an A2A agent reports no tool calls, so this assertion can never see "
+                               "lookup_order"),
+        "tool_not_called": (False, "not decided: an A2A agent reports no tool calls, so this assertion can never "
+                                   "see refund"),
+        "defaults/tool_not_called": (False, "not decided: an A2A agent reports no tool calls, so this assertion can "
+                                            "never see cancel_order")}

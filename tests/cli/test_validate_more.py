@@ -92,7 +92,7 @@ def test_suite_files_tokens_and_a2a_tool_assertions(tmp_path: Path, tamesu: Call
         "or .env): the remote agent cannot start",
         "warning: suite.yaml:11:9: tests[0].assert[1]: an A2A agent reports no tool calls, so this assertion can "
         "never see lookup_order (only the suite's remote agents, billing, count as calls; with `traces:`, the agent's "
-        "execute_tool spans do)"]
+        "execute_tool spans do): every run of the test is an error"]
 
 
 def test_a_suite_file_its_rest_target_would_not_send_is_a_problem(tmp_path: Path, tamesu: Callable[..., Any]) -> None:

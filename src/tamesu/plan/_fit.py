@@ -2,10 +2,13 @@
 line, a handoff signal): it could only fail, or, negated or `handoff: false`, only pass, whatever the agent did.
 That is the suite's asking, not the agent's doing: validate warns where it is written and each run is an error
 (exit 2, fault `suite`), as an `on_turn` past the script is. So is a `metric` no run of the target and no target
-type measures: a misspelt name, which failed every run as the agent's fault (or, `missing: pass`, passed it)."""
+type measures: a misspelt name, which failed every run as the agent's fault (or, `missing: pass`, passed it). So is
+a tool assertion on an agent that reports no tool calls (A2A's) where neither a remote agent nor `traces:` sees them:
+`tool_called` failed as the agent's fault and `tool_not_called` passed unchecked."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from tamesu import targets
@@ -13,6 +16,7 @@ from tamesu.audio import measured
 from tamesu.checks import Assertion
 from tamesu.checks.base import Check
 from tamesu.checks.metric import Metric
+from tamesu.checks.tools import tool_names
 from tamesu.errors import Problem
 from tamesu.plan._slo_names import RUN_METRICS, base_of, elsewhere, hint, measurable, measured_by, need_of, one_number
 from tamesu.targets.base import TargetSpec
@@ -75,6 +79,20 @@ def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] 
         return None
     return said.get(need, "needs {need}, which {kind} target {name} never gives").format(
         need=need, kind=target.type, name=name)
+
+
+def unseen_tools(assertion: Assertion, target: TargetSpec, remote: Collection[str], traced: bool) -> str | None:
+    """Why a tool assertion can never see the tools it names on `target`, an agent that reports no tool calls: only
+    the suite's `remote` agents count as its calls, or, `traced`, its execute_tool spans. None when it can."""
+    if traced or not targets.is_known(target.type) or targets.target_class(target.type).reports_tool_calls:
+        return None
+    names = tool_names(assertion.check)
+    if names is None or set(names) <= set(remote):
+        return None
+    tools = ", ".join(n for n in names if n not in remote)
+    return (f"an A2A agent reports no tool calls, so this assertion can never see {tools} (only the suite's remote "
+            f"agents, {', '.join(sorted(remote)) or 'none declared'}, count as calls; with `traces:`, the agent's "
+            "execute_tool spans do)")
 
 
 def _metric_need(metric: str, target: TargetSpec) -> str | None:
@@ -162,5 +180,7 @@ def unfit_defaults(suite: LoadedSuite, tests: list[PlannedTest], own: list[tuple
             said.extend(doc.problem(("defaults", "assert", index, assertion.key),
                                     f"{why}: every run of its tests is an error")
                         for name, target in sorted(used.items())
-                        if (why := unfit(assertion, name, target, counterpart=paired.get(name))))
+                        if (why := unfit(assertion, name, target, counterpart=paired.get(name))
+                                    or unseen_tools(assertion, target, suite.spec.remote_agents,
+                                                    suite.traces is not None)))
     return said

@@ -30,7 +30,6 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from tamesu.checks import Assertion
-from tamesu.checks.tools import tool_names
 from tamesu.errors import Problem
 from tamesu.models.spec import ModelSpec
 from tamesu.suite.schema import TestSpec
@@ -101,22 +100,12 @@ def a2a_tool_assertions(suite: LoadedSuite, spec: TestSpec, assertions: list[Ass
     own = assertions[:len(spec.assert_)]  # an attack's pack may follow them
     if target is None or len(own) != len(spec.assert_):
         return []
-    from tamesu import targets
+    from tamesu.plan._fit import unseen_tools
 
-    if targets.target_class(target.type).reports_tool_calls or _traced(suite):
-        return []  # with `traces:`, the agent's `execute_tool` spans are its calls (`checks.tools`)
-    remote = set(suite.spec.remote_agents)
-    warnings = []
-    for index, assertion in enumerate(own):
-        names = tool_names(assertion.check)
-        if names is None or set(names) <= remote:
-            continue
-        tools = ", ".join(n for n in names if n not in remote)
-        warnings.append(suite.doc.problem((*loc, "assert", index), (
-            f"an A2A agent reports no tool calls, so this assertion can never see {tools} (only the suite's "
-            f"remote agents, {', '.join(sorted(remote)) or 'none declared'}, count as calls; with `traces:`, the "
-            "agent's execute_tool spans do)")))
-    return warnings
+    # the suite's error at each run too (`PlannedTest.unfit`)
+    return [suite.doc.problem((*loc, "assert", index), f"{why}: every run of the test is an error")
+            for index, assertion in enumerate(own)
+            if (why := unseen_tools(assertion, target, suite.spec.remote_agents, _traced(suite))) is not None]
 
 
 def untraced_judges(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertion], loc: Loc) -> list[Problem]:

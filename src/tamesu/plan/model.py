@@ -135,12 +135,13 @@ class PlannedTest:
 
     def unfit(self, assertion: Assertion) -> str | None:
         """Why `assertion` reads what this test's target never gives, or None (`plan._fit`)."""
-        from tamesu.plan._fit import unfit
+        from tamesu.plan._fit import unfit, unseen_tools
 
         if self.spec.target not in self.suite.targets:
             return None
         counterpart = self.suite.targets.get(self.spec.counterpart.target) if self.spec.counterpart else None
-        return unfit(assertion, self.spec.target, self.target, self.spec.steps, counterpart)
+        return unfit(assertion, self.spec.target, self.target, self.spec.steps, counterpart) or unseen_tools(
+            assertion, self.target, self.suite.spec.remote_agents, self.suite.traces is not None)
 
 
 def scripted_turns(spec: TestSpec, target: TargetSpec | None = None) -> int | None:
