@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from checks.grading import fails, passes, problem, verdict
+from tamesu.checks import parse_assertion
 from tamesu.checks._compare import compare, same
 from tamesu.checks.base import Exchange, RunView
 from tamesu.conversation import AgentTurn, Handoff, ToolCall, UserTurn
@@ -626,3 +627,16 @@ async def test_grounded_with_an_empty_context_fails_without_asking() -> None:
     assert not no_call.passed
     assert no_call.reason == "no context to check the claims against: tool search_policy was not called or returned " \
         "nothing", no_call.reason
+
+
+def test_turns_no_count_can_meet_is_a_problem_where_written() -> None:
+    # `turns: {lte: -1}` was taken and failed every run as the agent's fault: a count is never negative
+    assert (problem({"turns": {"lte": -1}}).loc, problem({"turns": {"lte": -1}}).message) == (
+        ("turns", "lte"), "no number of turns is at most -1: a count is never negative")
+    assert problem({"turns": {"lt": 0}}).message == "no number of turns is less than 0: a count is never negative"
+    assert problem({"turns": -2}).message == "no number of turns is -2: a count is never negative"
+    # nor do bounds that exclude each other
+    assert problem({"turns": {"gt": 1, "lt": 2}}).message == "no number of turns meets gt: 1, lt: 2 together"
+    assert problem({"turns": {"equals": 2, "gte": 3}}).message == "no number of turns meets equals: 2, gte: 3 together"
+    for bounds in ({"lte": 0}, {"lt": 1}, {"gte": 2, "lte": 2}, {"gt": 1, "lt": 3}, 0):
+        parse_assertion({"turns": bounds})
