@@ -640,3 +640,18 @@ def test_turns_no_count_can_meet_is_a_problem_where_written() -> None:
     assert problem({"turns": {"equals": 2, "gte": 3}}).message == "no number of turns meets equals: 2, gte: 3 together"
     for bounds in ({"lte": 0}, {"lt": 1}, {"gte": 2, "lte": 2}, {"gt": 1, "lt": 3}, 0):
         parse_assertion({"turns": bounds})
+
+
+def test_tool_args_patterns_that_backtrack_for_ever_are_refused_where_written() -> None:
+    # an args string is tried as a full pattern on the agent's arguments: `(a+)+` was taken, though on some
+    # arguments it holds the run past every timeout and signal, as `regex: (a+)+` is refused for
+    for entry, where in (({"tool_called": {"name": "lookup", "args": {"q": "(a+)+$"}}}, "args.q"),
+                         ({"tool_not_called": {"name": "lookup", "args": {"o": {"ids": ["1", "(\\w+\\s?)+"]}}}},
+                          "args.o.ids[1]"),
+                         ({"tool_sequence": [{"name": "lookup", "args": {"q": "{{captured.id}}(.*)*"}}]}, "args.q")):
+        refused = problem(entry)
+        assert refused.message.startswith(f"{where}: `") and "repeats a group that itself repeats" in \
+            refused.message, refused.message
+    # possessive, atomic, not a pattern at all, or not a string: taken
+    for args in ({"q": "(a++)+"}, {"q": "(?>a+)+"}, {"q": "(a+"}, {"q": "{{captured.id}}"}, {"n": 3}):
+        parse_assertion({"tool_called": {"name": "lookup", "args": args}})

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool, field_validator
 
-from tamesu.checks._compare import template_failed
+from tamesu.checks._compare import runaway_in, template_failed
 from tamesu.checks._unheard import Unheard, unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
@@ -35,6 +35,15 @@ from tamesu.telemetry import genai
 class CallSpec(Strict):
     name: str = Field(min_length=1)
     args: dict[str, Any] | None = None
+
+    @field_validator("args")
+    @classmethod
+    def _no_runaway(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        # a string is tried as a pattern on the agent's arguments: one that backtracks for ever holds the run
+        # past every timeout and signal, as any other pattern would
+        if value is not None and (why := runaway_in(value, "args")) is not None:
+            raise ValueError(why)
+        return value
 
     def label(self) -> str:
         return self.name if self.args is None else f"{self.name}({shown(self.args)})"
