@@ -655,3 +655,13 @@ def test_tool_args_patterns_that_backtrack_for_ever_are_refused_where_written() 
     # possessive, atomic, not a pattern at all, or not a string: taken
     for args in ({"q": "(a++)+"}, {"q": "(?>a+)+"}, {"q": "(a+"}, {"q": "{{captured.id}}"}, {"n": 3}):
         parse_assertion({"tool_called": {"name": "lookup", "args": args}})
+
+
+def test_span_patterns_that_backtrack_for_ever_are_refused_where_written() -> None:
+    # a span's name (a full pattern) and its attributes' strings (tried as tool args are) are matched on the
+    # agent's spans: `(a+)+` in either was taken
+    named = problem({"span": {"name": "(a+)+"}})
+    assert named.loc == ("span", "name") and "repeats a group that itself repeats" in named.message
+    attributed = problem({"span": {"name": "chat", "attributes": {"gen_ai.prompt": ["x", "(\\w+\\s?)+"]}}})
+    assert attributed.message.startswith("attributes.gen_ai.prompt[1]: `"), attributed.message
+    parse_assertion({"span": {"name": "(?>a+)+", "attributes": {"gen_ai.tool.name": "lookup_(a++)+"}}})

@@ -14,12 +14,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu.checks._compare import template_failed
+from tamesu.checks._compare import runaway_in, template_failed
 from tamesu.checks._unheard import unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import args_problem, number_text, shown
 from tamesu.plugins import register
+from tamesu.suite.patterns import runaway
 from tamesu.suite.schema import Strict
 from tamesu.telemetry.genai import excerpt, whereabouts
 from tamesu.telemetry.spans import Span
@@ -70,6 +71,16 @@ class SpanSpec(Strict):
                 re.compile(value)
             except re.error as exc:
                 raise ValueError(f"name is not a regular expression: {exc}") from None
+            if (why := runaway(value)) is not None:  # matched on the agent's span names, past every timeout
+                raise ValueError(why)
+        return value
+
+    @field_validator("attributes")
+    @classmethod
+    def _no_runaway(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # a string is tried as a full pattern on the agent's attributes, as a tool call's args are
+        if (why := runaway_in(value, "attributes")) is not None:
+            raise ValueError(why)
         return value
 
     def described(self) -> str:
