@@ -230,7 +230,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
                 try:
                     event = json.loads(text)
                 except ValueError:
-                    await self._queue.put((NotJson(text[:200]), at))
+                    await self._queue.put((NotJson(one_line(text, 200)), at))
                     continue
                 await self._queue.put((event, at))
         except ConnectionClosed:
