@@ -121,7 +121,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
 
     def _url(self, session: Session) -> str:
         try:
-            url = session.context.render_text(self.spec.url)
+            url = session.context.render_url(self.spec.url)
         except TemplateError as exc:
             raise InfraError(f"{self._what}: url: {exc}") from exc
         if self.spec.model and "model" not in parse_qs(urlsplit(url).query):
