@@ -236,6 +236,20 @@ def test_a_large_tool_result_is_written_whole_once_not_in_its_event_too() -> Non
     assert cut["cut"].endswith("characters; the whole result is the tool call's") and len(json.dumps(cut)) < 2_000
 
 
+def test_a_large_tool_results_start_is_cut_leaving_no_head_of_a_secret() -> None:
+    # before: its first 1,000 characters cut bare; the redactor masks a secret's head only before `…`, so a key the
+    # cut fell in was written to result.json's tool_result event up to the cut ("zq7-tool")
+    from tamesu.suite.secrets import Redactor
+    from tamesu.targets.mcp.target import _for_the_timeline
+
+    key = "zq7-tool-9f31-aa08-key-of-the-result"
+    redactor = Redactor()
+    redactor.add(key)
+    big = {"content": [{"type": "text", "text": "word " * 190 + key + " more" * 100_000}]}
+    cut = redactor.data(_for_the_timeline(big))
+    assert key[:6] not in json.dumps(cut) and cut["start"].endswith("…"), cut["start"][-80:]
+
+
 def _hand_written_server(folder: Path, tool: str, on_call: str = "result = {}") -> None:
     """`server.py` in `folder`: an MCP server over stdio written by hand (no SDK to correct it), listing the one
     `tool` (a Python literal) and answering a tools/call with the line `on_call`, which sets `answer_id` (the

@@ -195,6 +195,17 @@ async def test_a_web_page_for_an_answer_is_where_tamesu_was_sent_naming_the_page
     assert str(caught.value).startswith(f"{faulty}/sign-in answered HTTP 200 with a web page, titled 'Sign in "
                                         "\u2013 Acme SSO', not an agent's reply: is url the agent's API"), \
         str(caught.value)
+    # a password holding `/` in the url's user:password@ (sent percent-encoded): the url said is where the request
+    # went, its user:password@ as `***@`; before, rendered as text for the message, its `/` ended the host: the
+    # url said was `http://u:***@...`, the user named and the masked password read as a port
+    password = "S3c/r3t-of-the-sso"
+    session = new_session(tmp_path / "pw", environ={"PW": password})
+    with_password = faulty.replace("http://", "http://u:{{secrets.PW}}@")
+    async with opened({"url": f"{with_password}/sign-in"}, session) as target:
+        with pytest.raises(InfraError) as caught:
+            await target.send(UserTurn(text="hi"))
+    shown = faulty.replace("http://", "http://***@")
+    assert str(caught.value).startswith(f"{shown}/sign-in answered HTTP 200 with a web page"), str(caught.value)
     # an agent whose reply is marked up (a fragment, not a page) is still the agent's words
     async with opened({"url": f"{faulty}/html-reply"}, make_session(tmp_path)) as target:
         turn = await target.send(UserTurn(text="hi"))

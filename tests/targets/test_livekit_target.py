@@ -99,6 +99,46 @@ async def test_no_agent_in_the_room_is_an_infrastructure_error(tmp_path: Path) -
             pass
 
 
+async def test_the_minted_token_is_masked_where_an_error_quotes_it(tmp_path: Path) -> None:
+    # before: the access token tamesu mints (a bearer credential for the room, valid for hours) was never given
+    # to the redactor: an SDK error quoting the URL it joined with (`?access_token=...`) was said with it
+    import dataclasses
+
+    from agents import livekit_double
+    from tamesu.errors import InfraError
+
+    made = livekit_double.double(SECRET, "support-t1", [])
+    minted: list[str] = []
+
+    def factory() -> Any:
+        sdk = made()
+        room = sdk.room
+
+        def refusing() -> Any:
+            joined = room()
+
+            async def connect(url: str, token: str) -> None:
+                minted.append(token)
+                raise ConnectionError(f"failed to connect to {url}/rtc?access_token={token}: 401")
+
+            joined.connect = connect
+            return joined
+
+        return dataclasses.replace(sdk, room=refusing)
+
+    session = make_session(tmp_path)
+    target = LiveKitTarget(LiveKitSpec.model_validate({
+        "type": "livekit", "url": "wss://lk.example.test", "api_key": "{{secrets.LK_KEY}}",
+        "api_secret": "{{secrets.LK_SECRET}}", "room": "support-{{run.id}}"}), "lk")
+    target.sdk_factory = factory  # type: ignore[method-assign]
+    with pytest.raises(InfraError) as caught:
+        await target.open(session)
+    await target.close()
+    [token] = minted
+    assert "/rtc?access_token=***: 401" in str(caught.value), str(caught.value)
+    assert token[:12] not in str(caught.value) and token not in session.redactor.text(f"said {token} here")
+
+
 @pytest.mark.skipif(voice_problem() is not None, reason=voice_problem() or "")
 async def test_audio_mode_speaks_hears_and_measures(tmp_path: Path) -> None:
     rooms: list[Any] = []

@@ -96,3 +96,35 @@ def test_an_answer_larger_than_session_open_reads_is_the_runs_error(tmp_path: Pa
     assert done.returncode == 3, said
     assert (f"model target bot: session.open POST {server.url}/open: the answer is larger than 16,000,000 bytes, "
             "more than session.open reads") in said, said
+
+
+def test_a_password_holding_a_slash_in_session_opens_url_reaches_the_server(tmp_path: Path, serve: Any) -> None:
+    # before: session.open's url rendered as text, the password written as is in `user:password@`: its `/` ended
+    # the host early ("not a URL that can be sent to (Invalid port: 'op')", the password's head said); the url is
+    # rendered as a rest target's is, each template of its user:password@ percent-encoded
+    import base64
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    password = "S3c/r3t?pw#x"
+    seen: list[str] = []
+
+    async def opened(request: Request) -> JSONResponse:
+        seen.append(request.headers.get("authorization", ""))
+        return JSONResponse({"token": "t-1"})
+
+    server = serve(Starlette(routes=[Route("/open", opened, methods=["POST"])]))
+    (tmp_path / "s.tamesu.yaml").write_text(_SUITE.replace(
+        '"{{env.OPEN_BASE}}/open" }', '"http://op:{{secrets.OPEN_PW}}@{{env.OPEN_HOST}}/open" }'))
+    done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path,
+                      env={"OPEN_PW": password, "OPEN_HOST": server.url.removeprefix("http://")})
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert seen == ["Basic " + base64.b64encode(f"op:{password}".encode()).decode()], seen
+    assert "S3c" not in said
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert b"S3c" not in path.read_bytes(), path

@@ -371,3 +371,36 @@ async def test_a_backend_that_refuses_the_credentials_says_where_they_are_set(se
     assert str(caught.value).endswith(f"answered {status} for {base}/api/traces/{'0' * 31}1: unauthorized (check "
                                       "traces.query's credentials: its headers, or a user:password@ in its URL)"), \
         str(caught.value)
+
+
+@pytest.mark.parametrize("kind", ["jaeger", "tempo"])
+def test_a_backends_bad_answer_holding_a_secret_leaves_no_head_of_it(tmp_path: Path, tamesu, serve, kind: str) -> None:
+    # before: the parser's complaint (which quotes the value it could not read) cut bare at 200 characters in
+    # backends.py and again in query.py; the redactor masks a secret's head only before `…`, so the head of a
+    # token the cut fell in was said on the console and in results.jsonl
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    token = "zq7-trace-9f31-aa08-key"
+    value = "x " * (60 if kind == "jaeger" else 20) + token  # the token across the old 200th character
+    document = ({"data": [{"spans": [{"startTime": value}]}]} if kind == "jaeger" else
+                {"batches": [{"resource": {"attributes": [{"key": "k", "value": {"intValue": value}}]}}]})
+
+    async def bad(request: Request) -> JSONResponse:
+        return JSONResponse(document)
+
+    backend = serve(Starlette(routes=[Route("/api/traces/{trace_id}", bad)])).url
+    agent = TracedRestAgent(f"http://127.0.0.1:{refused_port()}")
+    project(tmp_path, f"{{ query: {{ {kind}: '{backend}', headers: {{ x-token: '{{{{secrets.TRACE_TOKEN}}}}' }} }}, "
+                      "wait: 0s }", serve(agent.app()).url)
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, env={"TRACE_TOKEN": token})
+    said = result.stdout + result.stderr
+    assert result.returncode == 3, said
+    assert token[:6] not in said, said
+    assert f"answered what is no {kind} trace" in said and "…" in said and "Traceback" not in said, said
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert any(b"no " + kind.encode() + b" trace" in path.read_bytes() for path in files)
+    for path in files:
+        assert token[:6].encode() not in path.read_bytes(), path

@@ -113,7 +113,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
             # filled from the environment, secrets and vars as a run fills it; one that needs the run itself
             # (a session's capture, a remote agent's port) is said, not skipped without a word
             try:
-                url = context.render_text(url)
+                url = context.render_url(url)
             except TemplateError as exc:
                 if exc.expr is not None:  # a variable or secret with no value (its FAIL is above), not the run's
                     findings.append((None, f"target {name} ({target.type}): not checked: its url's {exc}"))

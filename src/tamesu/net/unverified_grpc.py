@@ -25,6 +25,7 @@ import ssl
 import stat
 import tempfile
 
+from tamesu.matching import one_line
 from tamesu.net.clients import os_reason
 from tamesu.net.tls import TlsError, TlsSpec, readable, ssl_context
 
@@ -124,7 +125,7 @@ class UncheckedRelay:
                     ssl_handshake_timeout=self._timeout), self._timeout)
             except Exception as exc:  # any reason the agent was not reached is said by the call that failed
                 said = "connect timed out" if isinstance(exc, TimeoutError) else os_reason(exc)
-                self.failure = f"TLS (certificate not checked) to {self._host}:{self._port}: {said}"[:300]
+                self.failure = one_line(f"TLS (certificate not checked) to {self._host}:{self._port}: {said}", 300)
                 return
             self.failure = None  # the latest connection is the one a failing call met
             try:

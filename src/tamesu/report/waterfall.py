@@ -11,7 +11,7 @@ from importlib import resources
 
 from pydantic import BaseModel, Field
 
-from tamesu.telemetry.genai import nested
+from tamesu.telemetry.genai import excerpt, nested
 from tamesu.telemetry.spans import Span, SpansFile
 
 MAX_ROWS = 200
@@ -62,7 +62,7 @@ def _hover(span: Span) -> str:
         lines.append(f"service {span.service}")
     for key, value in sorted(span.attributes.items()):
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        lines.append(f"{key} = {text[:300]}")
+        lines.append(f"{key} = {excerpt(text, 300)}")  # cut with `…`: a bare cut kept a secret's head
     lines.extend(f"event {event.name}" for event in span.events[:10])
     return "\n".join(lines)
 

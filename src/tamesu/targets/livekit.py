@@ -196,6 +196,7 @@ class LiveKitTarget(Target[LiveKitSpec]):
         trace = session.conversation_trace
         attributes = {"traceparent": trace.traceparent} if trace is not None else {}
         token = self._sdk.token(spec, render(spec.api_key), render(spec.api_secret), room_name, attributes)
+        session.redactor.add(token)  # a bearer credential for the room: an SDK error may quote the URL it joined by
         self._room = self._sdk.room()
         self._room.on("participant_connected", self._participant)
         self._room.on("participant_disconnected", self._left)

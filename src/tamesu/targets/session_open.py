@@ -54,7 +54,7 @@ async def open_session(spec: SessionOpenSpec, session: Session, what: str) -> No
     error naming the request (and, for a capture, what the answer held instead)."""
     context = session.with_captures()
     try:
-        url = context.render_text(spec.url)
+        url = context.render_url(spec.url)
         headers = {k: context.render_text(v) for k, v in spec.headers.items()}
         body = context.render_value(spec.body) if spec.body is not None else None
     except TemplateError as exc:
@@ -124,7 +124,7 @@ class CapturedSocketAddress:
     spec: SocketAddress
 
     def _url(self, session: Session) -> str:
-        return session.with_captures().render_text(self.spec.url)
+        return session.with_captures().render_url(self.spec.url)
 
     def _headers(self, session: Session) -> dict[str, str]:
         mask_credentials(session, self.spec.headers, session.values)

@@ -171,7 +171,7 @@ class TwilioTarget(AudioSocketTarget[TwilioSpec]):
         return self.spec.greeting
 
     def _url(self, session: Session) -> str:
-        return session.context.render_text(self.spec.url)
+        return session.context.render_url(self.spec.url)
 
     def _own_traceparent(self, session: Session, headers: dict[str, str]) -> str | None:
         """A `traceparent` in `parameters` is the suite's own: it also goes on the handshake."""

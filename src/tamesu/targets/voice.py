@@ -46,7 +46,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu.conversation import AgentTurn, Session, ToolCall, TurnError
 from tamesu.errors import TemplateError
-from tamesu.matching import quoted
+from tamesu.matching import one_line, quoted
 from tamesu.plugins import register
 from tamesu.targets._tool_arguments import read_arguments
 from tamesu.targets.audio.heard import Heard
@@ -310,7 +310,7 @@ class VoiceWire(Wire):
                 self._check_encoding(audio)
                 items.append(Incoming("audio", audio))
             elif not items and self.example is None:
-                self.example = message[:160]
+                self.example = one_line(message, 160)
         return items
 
     def silence_hint(self) -> str:

@@ -19,6 +19,7 @@ import binascii
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tamesu.matching import one_line
 from tamesu.telemetry.spans import BadExport, Span, SpanEvent, SpanStatus, spans_of
 from tamesu.telemetry.traceparent import OWN_SCOPE
 from tamesu.types import JSONObject, JSONValue, json_list, json_object
@@ -42,7 +43,7 @@ def tempo_spans(document: JSONValue) -> list[Span]:
     try:
         json_format.ParseDict({"resourceSpans": _otlp(batches)}, request, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError) as exc:
-        raise BadExport(f"not a Tempo trace: {str(exc)[:200]}") from None
+        raise BadExport(f"not a Tempo trace: {one_line(str(exc), 200)}") from None
     return list(spans_of(request))
 
 
@@ -113,7 +114,7 @@ def _jaeger_span(raw: JSONObject, processes: JSONObject) -> Span:
             "status_message": str(tags.get("otel.status_description", "")),
             "attributes": {k: v for k, v in tags.items() if k not in _JAEGER_FIELDS}, "events": events})
     except (TypeError, ValueError) as exc:
-        raise BadExport(f"not a Jaeger span: {str(exc)[:200]}") from None
+        raise BadExport(f"not a Jaeger span: {one_line(str(exc), 200)}") from None
 
 
 def _hex_id(value: JSONValue, size: int) -> str:

@@ -120,4 +120,4 @@ class TraceQuery:
             return (jaeger_spans if self.kind == "jaeger" else tempo_spans)(document)
         except (ValueError, BadExport) as exc:
             raise QueryError(f"traces.query: {self.name} answered what is no {self.kind} trace for {shown_url(url)}: "
-                             f"{str(exc)[:200]}") from None
+                             f"{one_line(str(exc), 200)}") from None

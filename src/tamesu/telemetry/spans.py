@@ -18,6 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from pydantic import BaseModel, Field
 
+from tamesu.matching import one_line
 from tamesu.telemetry.traceparent import OWN_SCOPE
 from tamesu.types import JSONValue
 
@@ -162,7 +163,7 @@ def decode(body: bytes, content_type: str) -> Export:
             document, rejected, why = _hex_spans(document)
             json_format.ParseDict(document, request, ignore_unknown_fields=True)
         except (ValueError, json_format.ParseError) as exc:
-            raise BadExport(f"not an OTLP/JSON trace export: {str(exc)[:200]}") from None
+            raise BadExport(f"not an OTLP/JSON trace export: {one_line(str(exc), 200)}") from None
     else:
         try:
             request.ParseFromString(body)

@@ -140,7 +140,7 @@ class A2ATarget(Target[A2ASpec]):
     async def _open(self, session: Session) -> None:
         spec = self.spec
         try:
-            self._url = session.context.render_text(spec.url)
+            self._url = session.context.render_url(spec.url)
             headers = {key: session.context.render_text(value) for key, value in spec.headers.items()}
             self._metadata = session.context.render_value(spec.metadata)
         except TemplateError as exc:
@@ -197,7 +197,7 @@ class A2ATarget(Target[A2ASpec]):
         session = self._require_session()
         host, port = split_addr(push.addr) if push.addr else ("127.0.0.1", 0)
         try:
-            public = session.context.render_text(push.url) if push.url else None
+            public = session.context.render_url(push.url) if push.url else None
             self._listener = PushListener(session, host=host, port=port, public_url=public)
             await self._listener.start()
         except TemplateError as exc:

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from tamesu.conversation import Session
+from tamesu.matching import one_line
 from tamesu.net.serve import LoopServer
 from tamesu.targets.a2a._normalize import push_body, state_of, task_id_of
 from tamesu.types import JSONObject
@@ -63,8 +64,9 @@ class PushListener:
         try:
             doc = push_body(json.loads(body))
         except (ValueError, UnicodeDecodeError) as exc:
-            self._session.event("push_unreadable", reason=str(exc)[:300])
-            return JSONResponse({"ok": False, "error": str(exc)[:300]}, status_code=400)
+            reason = one_line(str(exc), 300)  # a cut keeps no secret's head: the redactor masks one before `…`
+            self._session.event("push_unreadable", reason=reason)
+            return JSONResponse({"ok": False, "error": reason}, status_code=400)
         try:
             self._queue.put_nowait((doc, at))
         except asyncio.QueueFull:

@@ -141,7 +141,7 @@ class BrowserTarget(Target[BrowserSpec]):
         self._env = PageEnv(page=page, context=context, spec=self.spec, session=session, name=self.name,
                             update_golden=bool(getattr(session, "update_golden", False)),
                             calls=Calls(page, session.now_ms))
-        url = session.context.render_text(self.spec.url)
+        url = session.context.render_url(self.spec.url)
         session.event("browser_open", url=url, engine=self.spec.engine, version=browser.version)
         try:
             await navigate(self._env, url, timeout=self.spec.load_timeout * 1000)
@@ -233,7 +233,7 @@ class BrowserTarget(Target[BrowserSpec]):
         still win, and the allowed_domains guard still sees every request."""
         if session.conversation_trace is None:
             return
-        origin = _origin(session.context.render_text(self.spec.url))
+        origin = _origin(session.context.render_url(self.spec.url))
         if origin is None:
             return
 

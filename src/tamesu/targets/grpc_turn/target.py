@@ -119,7 +119,7 @@ class GrpcTarget(Target[GrpcSpec]):
 
     async def _open(self, session: Session) -> None:
         context = session.context
-        url = context.render_text(self.spec.url)
+        url = context.render_url(self.spec.url)
         try:
             dial_target(url)
         except ValueError as exc:

@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 from tamesu.conversation import Session, ToolCall, TurnError
 from tamesu.errors import InfraError, TemplateError
 from tamesu.fuzzing import fuzz_for, fuzzed_call
+from tamesu.matching import one_line
 from tamesu.models.base import ModelResponse, ToolRequest, ToolSpec
 from tamesu.net.rate_limit import RateLimit, said_as_events
 from tamesu.plugins import register
@@ -453,4 +454,6 @@ def _for_the_timeline(dumped: dict[str, Any]) -> dict[str, Any]:
     text = json.dumps(dumped, ensure_ascii=False)
     if len(text) <= _TIMELINE_RESULT_CHARS:
         return dumped
-    return {"cut": f"{len(text):,} characters; the whole result is the tool call's", "start": text[:1000]}
+    # cut at a word with `…`: a cut bare keeps a secret's head, which the redactor masks only before `…`
+    start = one_line(text[:2000], 1000)  # bounded first: one_line reads the whole of what it is given
+    return {"cut": f"{len(text):,} characters; the whole result is the tool call's", "start": start}

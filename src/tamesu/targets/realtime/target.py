@@ -121,7 +121,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
 
     def _url(self, session: Session) -> str:
         try:
-            url = session.context.render_text(self.spec.url)
+            url = session.context.render_url(self.spec.url)
         except TemplateError as exc:
             raise InfraError(f"{self._what}: url: {exc}") from exc
         if self.spec.model and "model" not in parse_qs(urlsplit(url).query):
@@ -230,7 +230,7 @@ class RealtimeTarget(Target[RealtimeSpec]):
                 try:
                     event = json.loads(text)
                 except ValueError:
-                    await self._queue.put((NotJson(text[:200]), at))
+                    await self._queue.put((NotJson(one_line(text, 200)), at))
                     continue
                 await self._queue.put((event, at))
         except ConnectionClosed:

@@ -186,7 +186,7 @@ class TurnReader:
         """The target's url as the request went to it (rendered), not yet masked, without a `user:password@` or
         its query (`net.urls.shown_url`)."""
         try:
-            return shown_url(self._session().context.render_text(self.spec.url))
+            return shown_url(self._session().context.render_url(self.spec.url))
         except TemplateError:  # it was rendered to send the request: not met
             return shown_url(self.spec.url)
 
