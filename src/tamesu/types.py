@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import os.path
 import re
 from collections.abc import Callable
@@ -194,7 +195,8 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 def _header_name(name: str) -> str:
     # "x a" or "x: a" passed validate and every request of the run failed on it, as the HTTP library refused it
     if "{{" not in name and not _HEADER_NAME.fullmatch(name):
-        raise ValueError(f"{name!r} is not an HTTP header name: letters, digits and !#$%&'*+-.^_`|~ only (no "
+        written = json.dumps(name, ensure_ascii=False)  # double quotes, a line break as \n, as the path shows it
+        raise ValueError(f"{written} is not an HTTP header name: letters, digits and !#$%&'*+-.^_`|~ only (no "
                          "space, colon or line break)")
     return name
 

@@ -32,11 +32,11 @@ tests:
     assert result.returncode == 2, result.stdout + result.stderr
     lines = sorted(line for line in (result.stdout + result.stderr).splitlines() if ": " in line and ".yaml:" in line)
     assert lines == [
-        "suite.yaml:5:16: targets.shop.headers.x: a: 'x: a' is not an HTTP header name: letters, digits and "
+        "suite.yaml:5:16: targets.shop.headers.x: a: \"x: a\" is not an HTTP header name: letters, digits and "
         "!#$%&'*+-.^_`|~ only (no space, colon or line break)",
-        "suite.yaml:6:60: targets.bot.headers.x\\na: 'x\\na' is not an HTTP header name: letters, digits and "
+        "suite.yaml:6:60: targets.bot.headers.x\\na: \"x\\na\" is not an HTTP header name: letters, digits and "
         "!#$%&'*+-.^_`|~ only (no space, colon or line break)",
-        "tamesu.yaml:5:16: traces.query.headers.x a: 'x a' is not an HTTP header name: letters, digits and "
+        "tamesu.yaml:5:16: traces.query.headers.x a: \"x a\" is not an HTTP header name: letters, digits and "
         "!#$%&'*+-.^_`|~ only (no space, colon or line break)",
         "tamesu.yaml:5:45: traces.query.headers.x-scope-orgid: a header's value is one line: this one holds a "
         "line break (CR or LF) or a NUL",
