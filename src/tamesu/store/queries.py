@@ -162,7 +162,11 @@ class Reader:
                 sa.select(r.test_id, sa.func.count(), sa.func.sum(sa.case((r.status == "passed", 1), else_=0)))
                 .where(r.run_id.in_(recent), r.status != "skipped").group_by(r.test_id)).all()
             flaky: dict[str, list[str]] = defaultdict(list)
-            failing = r.status.in_(["failed", "quarantined"])  # an error is the environment's, not the test's
+            tr = t.test_runs.c
+            # an error is the environment's, not the test's: a quarantined test is failing when a run of it failed,
+            # not when the agent could not be reached (it is `quarantined` whatever its runs did)
+            failing = sa.or_(r.status == "failed", sa.and_(
+                r.status == "quarantined", r.id.in_(sa.select(tr.test_result_id).where(tr.status == "failed"))))
             both = (sa.select(r.test_id, r.commit)
                     .where(r.run_id.in_(recent), r.commit.is_not(None))
                     .group_by(r.test_id, r.commit)
@@ -172,7 +176,6 @@ class Reader:
                 flaky[test_id].append(commit)
             # a repeated test whose own runs both passed and failed: flaky on that code, with or without git (a
             # run that errored is the environment's, not a failure: passes beside errors are not flaky)
-            tr = t.test_runs.c
             mixed = (sa.select(r.test_id, r.commit).distinct()
                      .join(t.test_runs, tr.test_result_id == r.id)
                      .where(r.run_id.in_(recent), r.passed_runs > 0, r.passed_runs < r.total_runs)
