@@ -57,14 +57,16 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
         rows = [(run_link(r.id), esc(r.started_at[:19].replace("T", " ")), _commit(r.commit), esc(r.branch or ""),
                  esc(", ".join(r.shards) or "–"), esc(r.counts.get("total", 0)),
                  status("passed") + f" {r.counts.get('passed', 0)}",
-                 status("failed") + f" {r.counts.get('failed', 0) + r.counts.get('error', 0)}",
+                 # an error is the environment's (the agent unreachable, a judge's model down), as the run's own
+                 # last line says it apart: not the agent's failure
+                 status("failed") + f" {r.counts.get('failed', 0)}", status("error") + f" {r.counts.get('error', 0)}",
                  percent(r.pass_rate) + ("" if r.finished else ' <span class="tag">not finished</span>')
                  + _ended(r.exit_code))
                 for r in runs]
         body = (f"<h2>Pass rate, oldest to newest</h2>{chart}"
                 + table(["run", "started (UTC)", "commit", "branch", "shards", "tests", "passed", "failed",
-                         "pass rate"], rows, "no runs in the store yet: `tamesu run` with a store configured, "
-                                             "or `tamesu store import RUN_DIR`"))
+                         "errors", "pass rate"], rows, "no runs in the store yet: `tamesu run` with a store "
+                                                       "configured, or `tamesu store import RUN_DIR`"))
         return _html("Runs", body, "/")
 
     def run_page(request: Request) -> HTMLResponse:
