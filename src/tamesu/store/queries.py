@@ -244,7 +244,8 @@ class Reader:
         for row in rows:
             summaries = [RunSummary(
                 run=item.number, status=item.status, dir=item.dir or "", attempts=item.attempt, error=item.error,
-                failures=[AssertionResult(name=a["name"], passed=False, reason=a["reason"])
+                # with its turn, as the run folder has it: a regression's "why" names it as `--baseline`'s does
+                failures=[AssertionResult(name=a["name"], passed=False, reason=a["reason"], on_turn=_turn(a["on_turn"]))
                           for a in item.assertions if not a["passed"]],
                 fault=item.fault, fault_reason=item.fault_reason,
                 metrics=item.metrics, not_evaluated=item.not_evaluated) for item in runs.get(row.id, [])]
@@ -300,6 +301,11 @@ class Reader:
                                "passed": row.passed, "score": row.score, "reason": row.reason or ""}
                               for row in found]))
         return cases
+
+
+def _turn(stored: str | None) -> int | str | None:
+    """An assertion's `on_turn` as written (`2`, `last`): the store keeps it as text."""
+    return int(stored) if stored is not None and stored.isdigit() else stored
 
 
 def _stats(value: object) -> RepeatStats | None:

@@ -243,7 +243,8 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
         runs = []
         for run in entry.runs:
             verdicts = table(["assertion", "verdict", "score", "judge", "reason"], [
-                (f"<code>{esc(a['name'])}</code>", status("passed" if a["passed"] else "failed"),
+                (f"<code>{esc(a['name'])}</code>" + (f" (turn {esc(a['on_turn'])})" if a["on_turn"] else ""),
+                 status("passed" if a["passed"] else "failed"),
                  esc("" if a["score"] is None else f"{a['score']:g}"),
                  esc(" ".join(x for x in (a["model"], a["prompt_version"]) if x)), esc(a["reason"]))
                 for a in run.assertions], "no assertions")
