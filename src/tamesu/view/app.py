@@ -200,20 +200,22 @@ def _pass_hat_k(history: list[HistoryEntry]) -> str:
 
 def _trends(history: list[HistoryEntry]) -> str:
     """Each metric's mean per result, oldest left, against its SLO; a metric that never changed (and meets its
-    SLO) is one line, not a flat chart."""
-    ordered = list(reversed(history))
-    names = sorted({name for entry in ordered for run in entry.runs for name in run.metrics})
+    SLO) is one line, not a flat chart. A run that errored or was skipped is left out, as `--baseline` leaves it
+    (report.load.mean_metrics): it graded nothing, and its `turns: 0` would read as the agent's change."""
+    ordered = [(entry.run_id, [run for run in entry.runs if run.status not in ("error", "skipped")])
+               for entry in reversed(history)]
+    names = sorted({name for _, runs in ordered for run in runs for name in run.metrics})
     slo: dict[str, float] = {}
-    for entry in ordered:
+    for entry in reversed(history):
         slo.update(entry.slo)
     charts, constants = [], []
     for name in names:
         values, labels = [], []
-        for entry in ordered:
-            measured = [run.metrics[name] for run in entry.runs if name in run.metrics]
+        for run_id, runs in ordered:
+            measured = [run.metrics[name] for run in runs if name in run.metrics]
             if measured:
                 values.append(sum(measured) / len(measured))
-                labels.append(entry.run_id)
+                labels.append(run_id)
         limit = slo.get(name)
         if constant(values) and (limit is None or values[0] <= limit):
             constants.append(constant_line(name, values))
