@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 from tamesu.conversation import Event
 from tamesu.results.records import AssertionResult, RunSummary, TestResult
@@ -68,7 +69,18 @@ def failure_reason(result: TestResult) -> str:
     return said[1] if said else result.skip_reason or ""
 
 
-def fault_said_below(run: RunSummary, failures: Sequence[AssertionResult]) -> str | None:
+class Faulted(Protocol):
+    """A run as far as its fault is said: a run folder's `RunSummary`, or a run read back from the store."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def fault_reason(self) -> str | None: ...
+
+
+def fault_said_below(run: Faulted, failures: Sequence[AssertionResult]) -> str | None:
     """The reason to write beside a run's `fault`, or None when it is the run's error or its failed checks (an
     agent's `fault_reason` is them joined: engine/fault.py), which are written below it one by one."""
     said = [failure_said(f) for f in failures]

@@ -77,6 +77,12 @@ class RunOfTest:
     not_evaluated: int = 0
     """The checks the run's root cause kept from grading (docs/faults.md, "Root cause first")."""
 
+    @property
+    def failures(self) -> list[AssertionResult]:
+        """Its failed checks, as a run folder has them (what a report says of them reads them so)."""
+        return [AssertionResult(name=a["name"], passed=False, reason=a["reason"], on_turn=_turn(a["on_turn"]))
+                for a in self.assertions if not a["passed"]]
+
 
 @dataclass
 class HistoryEntry:
@@ -245,8 +251,7 @@ class Reader:
             summaries = [RunSummary(
                 run=item.number, status=item.status, dir=item.dir or "", attempts=item.attempt, error=item.error,
                 # with its turn, as the run folder has it: a regression's "why" names it as `--baseline`'s does
-                failures=[AssertionResult(name=a["name"], passed=False, reason=a["reason"], on_turn=_turn(a["on_turn"]))
-                          for a in item.assertions if not a["passed"]],
+                failures=item.failures,
                 fault=item.fault, fault_reason=item.fault_reason,
                 metrics=item.metrics, not_evaluated=item.not_evaluated) for item in runs.get(row.id, [])]
             # the verdict over every run (an undecided adaptive test's "why"), as results.jsonl has it

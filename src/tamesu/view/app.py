@@ -12,7 +12,7 @@ from starlette.routing import Route
 
 from tamesu.report.baseline import compare, describe_change
 from tamesu.report.waterfall import TurnSpans, waterfall
-from tamesu.report.words import not_evaluated
+from tamesu.report.words import fault_said_below, not_evaluated
 from tamesu.store.db import Store
 from tamesu.store.queries import ONE_RUN, WINDOW, HistoryEntry, Reader
 from tamesu.view._charts import constant, constant_line, pass_rate_bars, trend
@@ -257,7 +257,9 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
                 traces = "<p>traces by turn: " + " · ".join(f"{i}: {s}" for i, s in enumerate(shown, 1)) + "</p>"
             error = f'<p class="error">{esc(run.error)}</p>' if run.error else ""
             if run.fault:
-                error += f"<p>fault: <b>{esc(run.fault)}</b>: {esc(run.fault_reason or run.status)}</p>"
+                # the reason once, as the reports say it: not again when it is the error or the checks listed below
+                why = fault_said_below(run, run.failures)
+                error += f"<p>fault: <b>{esc(run.fault)}</b>" + ("" if why is None else f": {esc(why)}") + "</p>"
             if run.not_evaluated:
                 said = not_evaluated(run.not_evaluated, bool(run.error))
                 error += f'<p class="note not-evaluated">{esc(said)}</p>'
