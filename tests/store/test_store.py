@@ -503,6 +503,36 @@ def test_judge_drift_and_flakiness_read_the_same_on_both_backends(url: str) -> N
     store.close()
 
 
+def test_a_quarantined_test_that_passed_then_errored_is_not_flaky(url: str) -> None:
+    # a quarantined test is `quarantined` whatever its run did: one that passed, then could not reach its agent,
+    # was called flaky on that commit (an error is the environment's); one whose run failed still is
+    from tamesu.results.records import RunResult, RunStatus, RunSummary, TestResult
+    from tamesu.store.db import PartInfo, RunInfo
+
+    store = Store(store_url(url, Path.cwd(), environ={}))
+    store.migrate()
+
+    def write(run_id: str, when: str, runs: dict[str, RunStatus]) -> None:
+        run = RunInfo(id=run_id, started_at=when, commit="same")
+        part = store.begin_part(run, PartInfo(dir=f"/runs/{run_id}", started_at=when))
+        for name, ran in runs.items():
+            error = "cannot reach the agent" if ran == "error" else None
+            detail = RunResult(suite="s", test=name, run=1, status=ran, started_at=when, target="bot",
+                               target_type="rest", error=error)
+            result = TestResult(suite="s", test=name, id=f"s/{name}", target="bot", quarantine="SHOP-7",
+                                status="passed" if ran == "passed" else "quarantined",
+                                passed_runs=int(ran == "passed"), total_runs=1,
+                                runs=[RunSummary(run=1, status=ran, dir=f"s/{name}/run-1", error=error)])
+            store.write_test(run, part, result, [detail])
+        store.finish_part(part, when, 0, {"total": len(runs)}, None)
+
+    write("r1", "2026-01-01T00:00:00", {"stream": "passed", "lookup": "passed"})
+    write("r2", "2026-01-02T00:00:00", {"stream": "error", "lookup": "failed"})
+    flaky = {row.test_id: row.flaky_commits for row in Reader(store).tests()}
+    assert flaky == {"s/stream": [], "s/lookup": ["same"]}, flaky
+    store.close()
+
+
 def test_an_empty_tamesu_store_is_unset_and_off_turns_the_files_store_off(tmp_path: Path, tamesu,
                                                                           agent_url: str) -> None:
     root = project(tmp_path, agent_url, TWO_TESTS[TWO_TESTS.index("  - name: echo"):])  # the steady one

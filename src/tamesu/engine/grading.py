@@ -81,6 +81,8 @@ async def grade(
     graded: list[AssertionResult] = []
     error: str | None = None
     suites: str | None = None
+    sources: dict[str, AssertionResult] = {}
+    """The undecided check each of `error` and `suites` is the line of."""
 
     def attempted(label: str, attempts: list[Attempt], gave_up: bool = False) -> None:
         for attempt in unasked(attempts) if gave_up else attempts:
@@ -98,6 +100,7 @@ async def grade(
             suites = suites or f"{assertion.label}: {past}"
             graded.append(AssertionResult(name=assertion.label, passed=False, on_turn=assertion.on_turn,
                                           reason=f"not decided: {past}"))
+            sources.setdefault("suites", graded[-1])
             continue
         if isinstance(assertion.on_turn, int) and assertion.on_turn > len(view.exchanges):
             # nothing to grade, whatever the check: negated, "turn 5 did not say it" would have passed
@@ -117,7 +120,8 @@ async def grade(
             # nor, named by its place, "assert[1]/judge: judge:"
             own = next((f"{name}:" for name in (assertion.label, assertion.key) if said.startswith(f"{name}:")), "")
             reason = f"{assertion.label}:{said.removeprefix(own)}" if own else f"{assertion.label}: {said}"
-            if isinstance(exc, SuiteProblem):
+            whose = "suites" if isinstance(exc, SuiteProblem) else "error"
+            if whose == "suites":
                 suites = suites or reason
             else:
                 error = error or reason
@@ -131,6 +135,7 @@ async def grade(
                                           prompt_version=kept.prompt_version if kept else None,
                                           fake=kept.fake if kept else False,
                                           unsupported_evidence=kept.unsupported if kept else []))
+            sources.setdefault(whose, graded[-1])
             continue
         except BudgetExceeded:
             raise
@@ -139,6 +144,7 @@ async def grade(
             error = error or f"{assertion.label}: {line}"
             graded.append(AssertionResult(name=assertion.label, passed=False, reason=f"not decided: {line}",
                                           on_turn=assertion.on_turn))
+            sources.setdefault("error", graded[-1])
             continue
         attempted(assertion.label, verdict.attempts)
         reason = with_capture_notes(verdict.reason, view.events) if verdict.undecided else verdict.reason
@@ -150,6 +156,10 @@ async def grade(
                                       prompt_version=verdict.prompt_version, fake=verdict.fake,
                                       attempts=verdict.attempts,
                                       unsupported_evidence=verdict.unsupported_evidence))
+    # the check whose line the run's error is says so (`run_error`): reports say that line once, as the error,
+    # knowing it rather than guessing it from the words
+    if (source := sources.get("error" if error else "suites")) is not None:
+        source.run_error = True
     return graded, error or suites, error is None and suites is not None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 from tamesu.conversation import Event
 from tamesu.results.records import AssertionResult, RunSummary, TestResult
@@ -21,24 +22,9 @@ def not_evaluated(number: int, error: bool) -> str:
 
 def echoed_failure(error: str | None, failures: Sequence[AssertionResult]) -> AssertionResult | None:
     """The check a run's error came from (`not decided: X` where the error is `judge: X`): said once, as the
-    error, where the run's problems are listed."""
-    for failure in failures:
-        undecided = (failure.reason or "").removeprefix("not decided: ")
-        # the error is the check's words alone or after its name (engine.grading): a check whose words only end
-        # another's error (`no spans: ...` ending `judge: trace: true, but no spans: ...`) is not its echo
-        if error and undecided and undecided != failure.reason and error in _error_forms(failure.name, undecided):
-            return failure
-    return None
-
-
-def _error_forms(name: str, undecided: str) -> set[str]:
-    """How engine.grading says a check's undecided words as the run's error: alone, after the check's name, or
-    after it in place of the name they begin with (`assert[0]/judge: X` of `judge: X`: not "judge: judge:")."""
-    forms = {undecided, f"{name}: {undecided}"}
-    for own in (name, name.rsplit("/", 1)[-1]):
-        if undecided.startswith(f"{own}:"):
-            forms.add(f"{name}:{undecided.removeprefix(f'{own}:')}")
-    return forms
+    error, where the run's problems are listed. Grading marks it (`run_error`); a result.json written before
+    it did has no mark, and its check is listed under the error again."""
+    return next((failure for failure in failures if failure.run_error), None) if error else None
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -83,7 +69,18 @@ def failure_reason(result: TestResult) -> str:
     return said[1] if said else result.skip_reason or ""
 
 
-def fault_said_below(run: RunSummary, failures: Sequence[AssertionResult]) -> str | None:
+class Faulted(Protocol):
+    """A run as far as its fault is said: a run folder's `RunSummary`, or a run read back from the store."""
+
+    @property
+    def status(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def fault_reason(self) -> str | None: ...
+
+
+def fault_said_below(run: Faulted, failures: Sequence[AssertionResult]) -> str | None:
     """The reason to write beside a run's `fault`, or None when it is the run's error or its failed checks (an
     agent's `fault_reason` is them joined: engine/fault.py), which are written below it one by one."""
     said = [failure_said(f) for f in failures]

@@ -48,6 +48,11 @@ def without_zero_not_evaluated(data: Any) -> Any:
     return data
 
 
+def _unset(value: bool) -> bool:
+    """A flag left out of the file when false: the assertions it does not concern stay as they were written."""
+    return not value
+
+
 class AssertionResult(BaseModel):
     name: str
     """`contains`, `defaults/contains`, `slo/turn_latency_ms_p95`..."""
@@ -64,6 +69,10 @@ class AssertionResult(BaseModel):
     judge was asked again). Empty for deterministic checks."""
     unsupported_evidence: list[str] = Field(default_factory=list)
     """Quotes of the judge's evidence that are not in the transcript, tool calls or context it was shown."""
+    run_error: bool = Field(False, exclude_if=_unset)
+    """The check whose not being decided is the run's `error` (engine.grading: the first the environment, a
+    plug-in or tamesu kept from a verdict, else the first the suite did): reports say its line once, as the
+    error. Written only when true."""
 
 
 def _unsaid(value: object) -> bool:

@@ -77,6 +77,12 @@ class RunOfTest:
     not_evaluated: int = 0
     """The checks the run's root cause kept from grading (docs/faults.md, "Root cause first")."""
 
+    @property
+    def failures(self) -> list[AssertionResult]:
+        """Its failed checks, as a run folder has them (what a report says of them reads them so)."""
+        return [AssertionResult(name=a["name"], passed=False, reason=a["reason"], on_turn=_turn(a["on_turn"]))
+                for a in self.assertions if not a["passed"]]
+
 
 @dataclass
 class HistoryEntry:
@@ -162,7 +168,11 @@ class Reader:
                 sa.select(r.test_id, sa.func.count(), sa.func.sum(sa.case((r.status == "passed", 1), else_=0)))
                 .where(r.run_id.in_(recent), r.status != "skipped").group_by(r.test_id)).all()
             flaky: dict[str, list[str]] = defaultdict(list)
-            failing = r.status.in_(["failed", "quarantined"])  # an error is the environment's, not the test's
+            tr = t.test_runs.c
+            # an error is the environment's, not the test's: a quarantined test is failing when a run of it failed,
+            # not when the agent could not be reached (it is `quarantined` whatever its runs did)
+            failing = sa.or_(r.status == "failed", sa.and_(
+                r.status == "quarantined", r.id.in_(sa.select(tr.test_result_id).where(tr.status == "failed"))))
             both = (sa.select(r.test_id, r.commit)
                     .where(r.run_id.in_(recent), r.commit.is_not(None))
                     .group_by(r.test_id, r.commit)
@@ -172,7 +182,6 @@ class Reader:
                 flaky[test_id].append(commit)
             # a repeated test whose own runs both passed and failed: flaky on that code, with or without git (a
             # run that errored is the environment's, not a failure: passes beside errors are not flaky)
-            tr = t.test_runs.c
             mixed = (sa.select(r.test_id, r.commit).distinct()
                      .join(t.test_runs, tr.test_result_id == r.id)
                      .where(r.run_id.in_(recent), r.passed_runs > 0, r.passed_runs < r.total_runs)
@@ -241,8 +250,8 @@ class Reader:
         for row in rows:
             summaries = [RunSummary(
                 run=item.number, status=item.status, dir=item.dir or "", attempts=item.attempt, error=item.error,
-                failures=[AssertionResult(name=a["name"], passed=False, reason=a["reason"])
-                          for a in item.assertions if not a["passed"]],
+                # with its turn, as the run folder has it: a regression's "why" names it as `--baseline`'s does
+                failures=item.failures,
                 fault=item.fault, fault_reason=item.fault_reason,
                 metrics=item.metrics, not_evaluated=item.not_evaluated) for item in runs.get(row.id, [])]
             # the verdict over every run (an undecided adaptive test's "why"), as results.jsonl has it
@@ -297,6 +306,11 @@ class Reader:
                                "passed": row.passed, "score": row.score, "reason": row.reason or ""}
                               for row in found]))
         return cases
+
+
+def _turn(stored: str | None) -> int | str | None:
+    """An assertion's `on_turn` as written (`2`, `last`): the store keeps it as text."""
+    return int(stored) if stored is not None and stored.isdigit() else stored
 
 
 def _stats(value: object) -> RepeatStats | None:

@@ -12,7 +12,7 @@ from starlette.routing import Route
 
 from tamesu.report.baseline import compare, describe_change
 from tamesu.report.waterfall import TurnSpans, waterfall
-from tamesu.report.words import not_evaluated
+from tamesu.report.words import fault_said_below, not_evaluated
 from tamesu.store.db import Store
 from tamesu.store.queries import ONE_RUN, WINDOW, HistoryEntry, Reader
 from tamesu.view._charts import constant, constant_line, pass_rate_bars, trend
@@ -57,14 +57,16 @@ def create_app(store: Store, trace_url: str | None = None) -> Starlette:
         rows = [(run_link(r.id), esc(r.started_at[:19].replace("T", " ")), _commit(r.commit), esc(r.branch or ""),
                  esc(", ".join(r.shards) or "–"), esc(r.counts.get("total", 0)),
                  status("passed") + f" {r.counts.get('passed', 0)}",
-                 status("failed") + f" {r.counts.get('failed', 0) + r.counts.get('error', 0)}",
+                 # an error is the environment's (the agent unreachable, a judge's model down), as the run's own
+                 # last line says it apart: not the agent's failure
+                 status("failed") + f" {r.counts.get('failed', 0)}", status("error") + f" {r.counts.get('error', 0)}",
                  percent(r.pass_rate) + ("" if r.finished else ' <span class="tag">not finished</span>')
                  + _ended(r.exit_code))
                 for r in runs]
         body = (f"<h2>Pass rate, oldest to newest</h2>{chart}"
                 + table(["run", "started (UTC)", "commit", "branch", "shards", "tests", "passed", "failed",
-                         "pass rate"], rows, "no runs in the store yet: `tamesu run` with a store configured, "
-                                             "or `tamesu store import RUN_DIR`"))
+                         "errors", "pass rate"], rows, "no runs in the store yet: `tamesu run` with a store "
+                                                       "configured, or `tamesu store import RUN_DIR`"))
         return _html("Runs", body, "/")
 
     def run_page(request: Request) -> HTMLResponse:
@@ -198,20 +200,22 @@ def _pass_hat_k(history: list[HistoryEntry]) -> str:
 
 def _trends(history: list[HistoryEntry]) -> str:
     """Each metric's mean per result, oldest left, against its SLO; a metric that never changed (and meets its
-    SLO) is one line, not a flat chart."""
-    ordered = list(reversed(history))
-    names = sorted({name for entry in ordered for run in entry.runs for name in run.metrics})
+    SLO) is one line, not a flat chart. A run that errored or was skipped is left out, as `--baseline` leaves it
+    (report.load.mean_metrics): it graded nothing, and its `turns: 0` would read as the agent's change."""
+    ordered = [(entry.run_id, [run for run in entry.runs if run.status not in ("error", "skipped")])
+               for entry in reversed(history)]
+    names = sorted({name for _, runs in ordered for run in runs for name in run.metrics})
     slo: dict[str, float] = {}
-    for entry in ordered:
+    for entry in reversed(history):
         slo.update(entry.slo)
     charts, constants = [], []
     for name in names:
         values, labels = [], []
-        for entry in ordered:
-            measured = [run.metrics[name] for run in entry.runs if name in run.metrics]
+        for run_id, runs in ordered:
+            measured = [run.metrics[name] for run in runs if name in run.metrics]
             if measured:
                 values.append(sum(measured) / len(measured))
-                labels.append(entry.run_id)
+                labels.append(run_id)
         limit = slo.get(name)
         if constant(values) and (limit is None or values[0] <= limit):
             constants.append(constant_line(name, values))
@@ -241,7 +245,8 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
         runs = []
         for run in entry.runs:
             verdicts = table(["assertion", "verdict", "score", "judge", "reason"], [
-                (f"<code>{esc(a['name'])}</code>", status("passed" if a["passed"] else "failed"),
+                (f"<code>{esc(a['name'])}</code>" + (f" (turn {esc(a['on_turn'])})" if a["on_turn"] else ""),
+                 status("passed" if a["passed"] else "failed"),
                  esc("" if a["score"] is None else f"{a['score']:g}"),
                  esc(" ".join(x for x in (a["model"], a["prompt_version"]) if x)), esc(a["reason"]))
                 for a in run.assertions], "no assertions")
@@ -252,7 +257,9 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
                 traces = "<p>traces by turn: " + " · ".join(f"{i}: {s}" for i, s in enumerate(shown, 1)) + "</p>"
             error = f'<p class="error">{esc(run.error)}</p>' if run.error else ""
             if run.fault:
-                error += f"<p>fault: <b>{esc(run.fault)}</b>: {esc(run.fault_reason or run.status)}</p>"
+                # the reason once, as the reports say it: not again when it is the error or the checks listed below
+                why = fault_said_below(run, run.failures)
+                error += f"<p>fault: <b>{esc(run.fault)}</b>" + ("" if why is None else f": {esc(why)}") + "</p>"
             if run.not_evaluated:
                 said = not_evaluated(run.not_evaluated, bool(run.error))
                 error += f'<p class="note not-evaluated">{esc(said)}</p>'

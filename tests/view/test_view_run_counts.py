@@ -1,0 +1,52 @@
+"""`tamesu view`'s runs table says a run's errors apart from its failures, as the run's own last line does
+(`0 passed, 1 failed, 1 error`): a run whose agent could not be reached read `failed 2`, the agent blamed for
+what the environment did. A real run against a local agent and a closed port fills the store; the page is read
+over HTTP from the view the command serves."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from ports import refused_port
+from tamesu.net.serve import ThreadServer
+from view.conftest import View, stored_run
+
+pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
+
+
+async def _chat(request: Request) -> JSONResponse:
+    return JSONResponse({"text": f"echo: {(await request.json()).get('message', '')}"})
+
+
+def test_the_runs_table_counts_errors_apart_from_failures(tmp_path: Path, serve: Callable[..., ThreadServer],
+                                                          view: Callable[..., View]) -> None:
+    server = serve(Starlette(routes=[Route("/chat", _chat, methods=["POST"])]))
+    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot: {{ type: rest, url: '{server.url}/chat' }}
+  gone: {{ type: rest, url: 'http://127.0.0.1:{refused_port()}/chat', connect: {{ attempts: 1 }} }}
+tests:
+  - {{ name: fails, target: bot, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: nope }} ] }}
+  - {{ name: passes, target: bot, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: echo }} ] }}
+  - {{ name: unreachable, target: gone, scenario: {{ script: [ {{ say: hi }} ] }} }}
+""")
+    done = stored_run(tmp_path)
+    assert done.returncode == 3 and "1 passed, 1 failed, 1 error" in done.stdout, done.stdout + done.stderr
+    page = urllib.request.urlopen(view(tmp_path, "--no-open").url + "/", timeout=30).read().decode()
+    header = [re.sub("<[^>]+>", "", cell) for cell in re.findall(r"<th>(.*?)</th>", page)]
+    first = re.search(r"<tbody><tr>(.*?)</tr>", page)
+    assert first is not None, page
+    cells = [re.sub("<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", first.group(1))]
+    said = dict(zip(header, cells, strict=True))
+    assert [said[key] for key in ("tests", "passed", "failed", "errors")] == ["3", "passed 1", "failed 1", "error 1"]
+    assert said["pass rate"].startswith("33%"), said
