@@ -233,3 +233,24 @@ def test_a_tool_assertion_an_a2a_agent_never_reports_is_an_error_of_the_suite(tm
                                    "see refund"),
         "defaults/tool_not_called": (False, "not decided: an A2A agent reports no tool calls, so this assertion can "
                                             "never see cancel_order")}
+
+
+def test_a_jsonl_cases_tool_assertion_an_a2a_agent_never_reports_is_the_same_error(tmp_path: Path, tamesu,
+                                                                                    agents: A2AAgents) -> None:
+    # the JSONL path says and does what a suite's does: validate's warning says every run is an error, and it is
+    (tmp_path / "tamesu.yaml").write_text(f"targets:\n  shop: {{ type: a2a, url: \"{agents.urls['v03']}/a2a\" }}\n")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "tools", "input": "order status please", "assertions": [
+        {"type": "tool_called", "name": "lookup_order"}]}) + "\n")
+    checked = tamesu(["validate", "cases.jsonl", "-n", "shop"], cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stderr.splitlines() == [
+        "warning: cases.jsonl:1:64: assertions[0]: an A2A agent reports no tool calls, so this assertion can never "
+        "see lookup_order (only the suite's remote agents, none declared, count as calls; with `traces:`, the agent's "
+        "execute_tool spans do): every run of the test is an error"], checked.stderr
+    result = tamesu(["test", "-i", "cases.jsonl", "-n", "shop", "--out", "out"], cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    [path] = (tmp_path / "out").rglob("result.json")
+    detail = json.loads(path.read_text())
+    assert detail["fault"] == "suite", detail
+    assert [a["reason"].split(" (")[0] for a in detail["assertions"]] == [
+        "not decided: an A2A agent reports no tool calls, so this assertion can never see lookup_order"]

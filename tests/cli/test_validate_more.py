@@ -52,8 +52,9 @@ def test_jsonl_files_are_validated_against_the_agent_they_test(tmp_path: Path, t
     assert on_a2a.returncode == 0, on_a2a.stdout + on_a2a.stderr
     assert on_a2a.stdout.strip() == "ok: 2 test case(s) in 1 JSONL file(s) for shop (a2a)"
     assert on_a2a.stderr.splitlines() == [
-        "warning: cases.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so tool_called "
-        "\"lookup_order\" can never see one"]
+        "warning: cases.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so this assertion can never "
+        "see lookup_order (only the suite's remote agents, none declared, count as calls; with `traces:`, the agent's "
+        "execute_tool spans do): every run of the test is an error"]
     # `tamesu test` says the same when it loads the cases
     dry = tamesu(["test", "-i", "cases.jsonl", "-n", "shop", "--dry-run"], cwd=project)
     assert dry.returncode == 0 and dry.stderr.splitlines() == on_a2a.stderr.splitlines()
@@ -93,6 +94,20 @@ def test_suite_files_tokens_and_a2a_tool_assertions(tmp_path: Path, tamesu: Call
         "warning: suite.yaml:11:9: tests[0].assert[1]: an A2A agent reports no tool calls, so this assertion can "
         "never see lookup_order (only the suite's remote agents, billing, count as calls; with `traces:`, the agent's "
         "execute_tool spans do): every run of the test is an error"]
+
+
+def test_a2a_tool_assertions_with_traces_are_quiet_in_jsonl_as_in_yaml(tmp_path: Path,
+                                                                      tamesu: Callable[..., Any]) -> None:
+    # before: with `traces:`, whose execute_tool spans are the agent's tool calls, a suite's tool assertion on an
+    # A2A target was taken quietly and graded, while a JSONL case's was still warned it "can never see one"
+    project = _project(tmp_path)
+    (project / "receipt.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    (project / "tamesu.yaml").write_text(PROJECT + 'traces: { receive: "127.0.0.1:0" }\n')
+    on_a2a = tamesu(["validate", "cases.jsonl", "-n", "shop"], cwd=project)
+    assert (on_a2a.returncode, on_a2a.stderr) == (0, ""), on_a2a.stdout + on_a2a.stderr
+    suite = tamesu(["validate", "suite.yaml"], cwd=project)
+    assert suite.returncode == 0, suite.stdout + suite.stderr
+    assert "tool calls" not in suite.stderr, suite.stderr
 
 
 def test_a_suite_file_its_rest_target_would_not_send_is_a_problem(tmp_path: Path, tamesu: Callable[..., Any]) -> None:
@@ -206,8 +221,9 @@ def test_a_folder_of_jsonl_files_and_one_the_project_names(tmp_path: Path, tames
     assert good.returncode == 0, good.stdout + good.stderr  # a warning is not a failure
     assert good.stdout.strip() == "ok: 3 test case(s) in 2 JSONL file(s) for shop (a2a)"
     assert good.stderr.splitlines() == [
-        "warning: cases/a.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so tool_called "
-        "\"lookup_order\" can never see one"]
+        "warning: cases/a.jsonl:1:60: assertions[0]: an A2A agent reports no tool calls, so this assertion can never "
+        "see lookup_order (only the suite's remote agents, none declared, count as calls; with `traces:`, the agent's "
+        "execute_tool spans do): every run of the test is an error"]
     # `tamesu test` reads a folder's JSONL files too (never sends its name to the agent as a message)
     run = tamesu(["test", "-i", "cases", "-n", "shop", "--dry-run"], cwd=project)
     assert run.returncode == 0, run.stderr

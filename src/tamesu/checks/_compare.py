@@ -46,23 +46,6 @@ def valid_pattern(pattern: str) -> str:
     return pattern
 
 
-def runaway_in(value: object, where: str) -> str | None:
-    """Where in `value` (a tool call's `args`, a span's `attributes`) a string that `matching.args_problem` would
-    try as a full pattern on the agent's text may backtrack for ever, and why; None when none may."""
-    if isinstance(value, Mapping):
-        return next((why for key, item in value.items() if (why := runaway_in(item, f"{where}.{key}"))), None)
-    if isinstance(value, list):
-        return next((why for i, item in enumerate(value) if (why := runaway_in(item, f"{where}[{i}]"))), None)
-    if isinstance(value, str):
-        pattern = placeholder_templates(value)
-        try:
-            re.compile(pattern)
-        except re.error:
-            return None  # not a pattern: it only matches an equal value
-        return f"{where}: {why}" if (why := runaway(pattern)) is not None else None
-    return None
-
-
 def render_pattern(context: Context, pattern: str, flags: int = 0) -> re.Pattern[str]:
     """Compile a pattern whose templates are filled with their values escaped.
 

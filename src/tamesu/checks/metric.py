@@ -19,6 +19,7 @@ from tamesu.checks.span import NO_TRACES
 from tamesu.errors import SuiteProblem
 from tamesu.matching import number_text
 from tamesu.plugins import register
+from tamesu.suite.metric_ranges import unmeetable
 from tamesu.telemetry.genai import from_spans
 from tamesu.types import Finite, narrows
 
@@ -41,6 +42,8 @@ class MetricSpec(Bounds):
     def _something(self) -> MetricSpec:
         if not expectations(self):
             raise ValueError("give a bound: one of lt, lte, gt, gte, equals")
+        if (why := unmeetable(self.name, expectations(self))) is not None:  # it would fail every run, the agent blamed
+            raise ValueError(why)
         return self
 
 

@@ -14,13 +14,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tamesu.checks._compare import runaway_in, template_failed
+from tamesu.checks._compare import template_failed
 from tamesu.checks._unheard import unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import args_problem, number_text, shown
 from tamesu.plugins import register
-from tamesu.suite.patterns import runaway
+from tamesu.suite.patterns import runaway, runaway_in
 from tamesu.suite.schema import Strict
 from tamesu.telemetry.genai import excerpt, whereabouts
 from tamesu.telemetry.spans import Span

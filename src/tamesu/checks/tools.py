@@ -20,13 +20,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictBool, field_validator
 
-from tamesu.checks._compare import runaway_in, template_failed
+from tamesu.checks._compare import template_failed
 from tamesu.checks._unheard import Unheard, unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
 from tamesu.errors import TemplateError
 from tamesu.matching import args_problem, shown
 from tamesu.plugins import register
+from tamesu.suite.patterns import runaway_in
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import Context
 from tamesu.telemetry import genai

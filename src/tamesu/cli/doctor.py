@@ -236,7 +236,7 @@ def _command(name: str, target: TargetSpec, context: Context, folder: Path) -> F
 
 def _store_findings(plan: Plan) -> list[Finding]:
     """The results store, when one is configured: the extra installed, the database reachable, its revision."""
-    from tamesu.store import DEFAULT_SQLITE, StoreError, is_default, store_url
+    from tamesu.store import DEFAULT_SQLITE, StoreError, StoreLocked, is_default, store_url
 
     try:
         url = store_url(plan.project.spec.store, plan.project.dir)
@@ -254,9 +254,12 @@ def _store_findings(plan: Plan) -> list[Finding]:
     except StoreError as exc:
         return [(False, f"results store: {exc}")]
     try:
-        revision = store._stored_revision()
-        with store.engine.connect():
-            pass
+        with store._waiting():  # another writer's lock, said as a run says it, not as the driver's bare words
+            revision = store._stored_revision()
+            with store.engine.connect():
+                pass
+    except StoreLocked as exc:
+        return [(False, f"results store {store.shown}: {str(exc).removeprefix(f'store: {exc.path} ')}")]
     except Exception as exc:
         from tamesu.store.writer import _short
 

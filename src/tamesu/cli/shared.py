@@ -348,7 +348,7 @@ def parse_settings(project: Project, secrets: Secrets, base_dir: Path, resolved:
     return ParseSettings(
         resolver, default_simulator=simulator, file_dirs=[project.dir],
         file_refusal=file_refusal(resolved, project, connector) if resolved is not None else None,
-        target_type=resolved.spec.type if resolved is not None else None,
+        target_type=resolved.spec.type if resolved is not None else None, traced=project.spec.traces is not None,
         history_refusal=history_refusal(resolved.spec.type, resolved.name) if resolved is not None else None,
         yao_errors=yao_errors or project.spec.yao_errors)
 

@@ -88,7 +88,9 @@ class ParseSettings:
     when it loads, never run on its last message alone."""
     target_type: str | None = None
     """The type of the agent under test, when known: a tool assertion on a type that reports no tool calls
-    (`Target.reports_tool_calls`, an `a2a` agent's) is a warning."""
+    (`Target.reports_tool_calls`, an `a2a` agent's) is a warning, unless `traced`."""
+    traced: bool = False
+    """The project has `traces:`: the agent's execute_tool spans are its tool calls, whatever its type."""
     warnings: list[Problem] = field(default_factory=list)
     """What is suspicious but not wrong, appended while parsing."""
     yao_errors: bool = False
@@ -218,7 +220,8 @@ def _parse_case(raw: object, doc: JsonDocument, base_dir: Path, settings: ParseS
 def _finish(found: ParsedCase, settings: ParseSettings) -> None:
     located = found.located()
     tell_test_id([assertion for _, assertion in located], found.case.id)
-    settings.warnings += [found.doc.problem(loc, why) for loc, why in unseen_tool_calls(settings.target_type, located)]
+    settings.warnings += [found.doc.problem(loc, why) for loc, why in unseen_tool_calls(settings.target_type, located,
+                                                                                           settings.traced)]
     settings.warnings += [found.doc.problem(loc, why) for loc, why in unsent_options(settings.target_type, found.case)]
     simulator = found.case.simulator
     raws = [(g.loc, g.raw) for g in [*found.final, *(g for turn in found.turn_assertions.values() for g in turn)]]

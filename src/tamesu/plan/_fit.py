@@ -81,10 +81,11 @@ def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] 
         need=need, kind=target.type, name=name)
 
 
-def unseen_tools(assertion: Assertion, target: TargetSpec, remote: Collection[str], traced: bool) -> str | None:
-    """Why a tool assertion can never see the tools it names on `target`, an agent that reports no tool calls: only
-    the suite's `remote` agents count as its calls, or, `traced`, its execute_tool spans. None when it can."""
-    if traced or not targets.is_known(target.type) or targets.target_class(target.type).reports_tool_calls:
+def unseen_tools(assertion: Assertion, kind: str | None, remote: Collection[str], traced: bool) -> str | None:
+    """Why a tool assertion can never see the tools it names on a target of type `kind`, an agent that reports no
+    tool calls: only the suite's `remote` agents count as its calls, or, `traced`, its execute_tool spans. None when
+    it can. YAML tests and JSONL cases (which have no remote agents) are told it alike, at validate and each run."""
+    if traced or kind is None or not targets.is_known(kind) or targets.target_class(kind).reports_tool_calls:
         return None
     names = tool_names(assertion.check)
     if names is None or set(names) <= set(remote):
@@ -181,6 +182,6 @@ def unfit_defaults(suite: LoadedSuite, tests: list[PlannedTest], own: list[tuple
                                     f"{why}: every run of its tests is an error")
                         for name, target in sorted(used.items())
                         if (why := unfit(assertion, name, target, counterpart=paired.get(name))
-                                    or unseen_tools(assertion, target, suite.spec.remote_agents,
+                                    or unseen_tools(assertion, target.type, suite.spec.remote_agents,
                                                     suite.traces is not None)))
     return said

@@ -105,7 +105,7 @@ def a2a_tool_assertions(suite: LoadedSuite, spec: TestSpec, assertions: list[Ass
     # the suite's error at each run too (`PlannedTest.unfit`)
     return [suite.doc.problem((*loc, "assert", index), f"{why}: every run of the test is an error")
             for index, assertion in enumerate(own)
-            if (why := unseen_tools(assertion, target, suite.spec.remote_agents, _traced(suite))) is not None]
+            if (why := unseen_tools(assertion, target.type, suite.spec.remote_agents, _traced(suite))) is not None]
 
 
 def untraced_judges(suite: LoadedSuite, spec: TestSpec, assertions: list[Assertion], loc: Loc) -> list[Problem]:

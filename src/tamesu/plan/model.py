@@ -141,7 +141,7 @@ class PlannedTest:
             return None
         counterpart = self.suite.targets.get(self.spec.counterpart.target) if self.spec.counterpart else None
         return unfit(assertion, self.spec.target, self.target, self.spec.steps, counterpart) or unseen_tools(
-            assertion, self.target, self.suite.spec.remote_agents, self.suite.traces is not None)
+            assertion, self.target.type, self.suite.spec.remote_agents, self.suite.traces is not None)
 
 
 def scripted_turns(spec: TestSpec, target: TargetSpec | None = None) -> int | None:

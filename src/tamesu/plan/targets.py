@@ -26,7 +26,6 @@ from pydantic import ValidationError
 
 from tamesu import plugins, targets
 from tamesu.checks import Assertion
-from tamesu.checks.tools import tool_names
 from tamesu.conversation import FileRef
 from tamesu.errors import ConfigError, Problem, article
 from tamesu.net.clients import async_client
@@ -366,13 +365,14 @@ def dropped_options(kind: str | None, keys: Iterable[str]) -> str | None:
            "dropped"
 
 
-def unseen_tool_calls(kind: str | None, located: list[tuple[Loc, Assertion]]) -> list[tuple[Loc, str]]:
-    """An A2A agent never reports tool calls (only its messages and artifacts travel): a tool assertion on one
-    can only pass when it asks that a tool was not called. The place of each such assertion, with the warning."""
-    if kind is None or not targets.is_known(kind) or targets.target_class(kind).reports_tool_calls:
-        return []
-    return [(loc, f"an A2A agent reports no tool calls, so {assertion.label} can never see one")
-            for loc, assertion in located if tool_names(assertion.check) is not None]
+def unseen_tool_calls(kind: str | None, located: list[tuple[Loc, Assertion]], traced: bool) -> list[tuple[Loc, str]]:
+    """A JSONL case's tool assertions an agent of type `kind` can never be seen calling (an A2A agent reports none;
+    a case has no remote agents), unless `traced` (the project's `traces:`, whose execute_tool spans are its calls):
+    each with its warning, said as a YAML test's is (`plan._fit.unseen_tools`), since each run is the same error."""
+    from tamesu.plan._fit import unseen_tools
+
+    return [(loc, f"{why}: every run of the test is an error") for loc, assertion in located
+            if (why := unseen_tools(assertion, kind, (), traced)) is not None]
 
 
 @dataclass

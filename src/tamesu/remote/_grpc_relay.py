@@ -23,6 +23,7 @@ from google.protobuf.message_factory import GetMessageClass
 
 from tamesu.conversation import Session
 from tamesu.net.grpc_channels import dial_target, tls_words
+from tamesu.net.urls import shown_url
 from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, rewrite_card
 from tamesu.remote.executor import Delegation, Fuzzed
@@ -198,7 +199,7 @@ class GrpcRelay(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no 
             self._unreachable(call, delegation, reason)
             # the caller is told what broke in the line the run ends with: its UNAVAILABLE would otherwise read
             # as a proxy it could not reach (the a2a target's "cannot reach <proxy>")
-            said = f"remote agent {self.name}: forward to {self._url}: {reason}"
+            said = f"remote agent {self.name}: forward to {shown_url(self._url, query=True)}: {reason}"
             await context.abort(grpc.StatusCode.UNAVAILABLE, self._session.redactor.text(said))
         else:
             self._event(call, exc.code().name)

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tamesu.conversation import Session
 from tamesu.net.clients import AsyncClient, client_options, os_reason
 from tamesu.net.tls import TlsSpec
+from tamesu.net.urls import shown_url
 from tamesu.remote._push_relay import PushRelay
 from tamesu.remote._wire import Call, Reply, SseReader, parts_of, read_call, rewrite_card
 from tamesu.remote.executor import Delegation, Fuzzed
@@ -52,6 +53,12 @@ class Forwarding(BaseModel):
     headers: dict[str, str] = {}
     tls: TlsSpec | None = None
     """Trust and a client certificate for the connection to the real agent."""
+
+    @property
+    def shown(self) -> str:
+        """The URL as an event, a delegation or an error names it: never a `user:password@` written in it (a
+        credential whether or not the suite declares it a secret); its query kept, as a target's `transport` has it."""
+        return shown_url(self.url, query=True)
 
     @property
     def grpc(self) -> bool:
@@ -98,7 +105,8 @@ class ForwardProxy:
         await self.push.aclose()
 
     def _resent(self, request: httpx.Request, reason: str) -> None:
-        self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
+        self._session.event("resent", agent=self.name, reason=reason,
+                            url=shown_url(str(request.url), self._session.redactor.text, query=True))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -106,7 +114,7 @@ class ForwardProxy:
         body = await _read_body(receive)
         if self.forwarding.grpc:
             await _json_answer(send, 404, {"error": {"code": 404, "status": "NOT_FOUND", "message": (
-                f"remote agent {self.name} forwards gRPC ({self.forwarding.url}): call it over gRPC, at "
+                f"remote agent {self.name} forwards gRPC ({self.forwarding.shown}): call it over gRPC, at "
                 "{{remote." + self.name + ".grpc}}; it relays no HTTP")}})
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
@@ -164,7 +172,7 @@ class ForwardProxy:
         return Delegation(agent=self.name, message=" ".join(texts), data=data, binding=call.binding,
                           version=call.version, task_id=str(message.get("taskId") or ""),
                           context_id=str(message.get("contextId") or ""), at_ms=self._session.now_ms(),
-                          forwarded=self.forwarding.url, fuzzed="delay" if self._hold is not None else None)
+                          forwarded=self.forwarding.shown, fuzzed="delay" if self._hold is not None else None)
 
     async def _relay(self, response: httpx.Response, send: Send, receive: Receive, call: Call,
                      delegation: Delegation | None) -> None:
@@ -237,7 +245,7 @@ class ForwardProxy:
 
     def unreachable(self, call: Call, delegation: Delegation | None, reason: str) -> None:
         """Said and recorded: the real agent could not be reached (the run is then an error, `group`)."""
-        self._session.event("forward_failed", agent=self.name, url=self.forwarding.url, method=call.method,
+        self._session.event("forward_failed", agent=self.name, url=self.forwarding.shown, method=call.method,
                             error=reason)
         if delegation is not None:
             delegation.reply, delegation.state = reason, "error"

@@ -79,7 +79,7 @@ class RemoteAgents:
             self.urls[name] = {"url": server.url, "grpc": server.grpc_addr,
                                "card": f"{server.origin}/.well-known/agent-card.json"}
             self._session.event("remote_agent_started", agent=name, url=server.url, grpc=server.grpc_addr,
-                                **({"forward": server.forwarding.url} if server.forwarding else {}))
+                                **({"forward": server.forwarding.shown} if server.forwarding else {}))
 
     def _forwarding(self, name: str, spec: RemoteAgentSpec) -> Forwarding | None:
         if spec.forward is None:
@@ -87,7 +87,7 @@ class RemoteAgents:
         from tamesu.remote.forward import Forwarding
 
         try:
-            url = self._session.context.render_text(spec.forward)
+            url = self._session.context.render_url(spec.forward)
             headers = {k: self._session.context.render_text(v) for k, v in spec.headers.items()}
         except TemplateError as exc:
             raise InfraError(f"remote agent {name}: forward: {exc}") from exc

@@ -8,9 +8,12 @@ possessively (`a++`) or atomically (`(?>a+)+`), Python 3.11 does not backtrack i
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import AfterValidator
+
+from tamesu.suite.templates import TEMPLATE
 
 
 def runaway(pattern: str) -> str | None:
@@ -127,3 +130,21 @@ def checked(pattern: str) -> str:
 
 Pattern = Annotated[str, AfterValidator(checked)]
 """A regular expression a user writes, checked where it is written (a capture's `regex`, a reply's `when`)."""
+
+
+def runaway_in(value: object, where: str) -> str | None:
+    """Where in `value` (a tool call's `args`, a span's `attributes`, a tool result's `when`) a string that
+    `matching.args_problem` would try as a full pattern on the agent's text may backtrack for ever, and why; None
+    when none may. A template in it stands for a plain word, as it is filled in later."""
+    if isinstance(value, Mapping):
+        return next((why for key, item in value.items() if (why := runaway_in(item, f"{where}.{key}"))), None)
+    if isinstance(value, list):
+        return next((why for i, item in enumerate(value) if (why := runaway_in(item, f"{where}[{i}]"))), None)
+    if isinstance(value, str):
+        pattern = TEMPLATE.sub("x", value)
+        try:
+            re.compile(pattern)
+        except re.error:
+            return None  # not a pattern: it only matches an equal value
+        return f"{where}: {why}" if (why := runaway(pattern)) is not None else None
+    return None

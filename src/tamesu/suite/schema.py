@@ -20,6 +20,7 @@ from tamesu.suite.caller_packs import PACKS, expand
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.hooks_spec import HookSpec, HooksSpec, HttpRequestSpec
 from tamesu.suite.load_spec import LoadSpec
+from tamesu.suite.metric_ranges import unmeetable
 from tamesu.suite.patterns import Pattern
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec, checked_trace_url
@@ -280,6 +281,15 @@ class Defaults(Strict):
     """Metric bounds (`turn_latency_ms_p95: 2000`) every test is held to."""
     adaptive: AdaptiveSpec | None = None
     """Adaptive repeats for every test that repeats and does not say `adaptive:` itself."""
+
+    @field_validator("slo")
+    @classmethod
+    def _meetable(cls, slo: dict[str, float]) -> dict[str, float]:
+        # each is a metric's `lte`: `llm_cost_usd: -1` would fail every test that measures it, the agent blamed
+        for name, limit in slo.items():
+            if (why := unmeetable(name, {"lte": limit})) is not None:
+                raise ValueError(why)
+        return slo
 
 
 class CounterpartSpec(Strict):

@@ -12,6 +12,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tamesu.models.base import ToolSpec
 from tamesu.models.spec import ModelSpec
+from tamesu.suite.patterns import runaway_in
 from tamesu.targets.base import TargetSpec
 from tamesu.targets.tool_parameters import ToolParameters
 from tamesu.types import Strict
@@ -35,6 +36,15 @@ class ToolResultCase(Strict):
     """The result returned when `when` matches."""
     error: str | None = None
     """The error the call fails with when `when` matches."""
+
+    @field_validator("when")
+    @classmethod
+    def _no_runaway(cls, when: dict[str, object]) -> dict[str, object]:
+        # a string is tried as a full pattern on the agent's arguments: one that backtracks for ever holds the run
+        # past every timeout and signal, as a tool_called's `args` would (the model target's, realtime's, pipecat's)
+        if (why := runaway_in(when, "when")) is not None:
+            raise ValueError(why)
+        return when
 
     @model_validator(mode="after")
     def _one_answer(self) -> ToolResultCase:

@@ -192,7 +192,7 @@ class LiveKitTarget(Target[LiveKitSpec]):
         except ImportError:
             raise InfraError(f"{self._what}: the livekit target needs pip install 'tamesu[livekit]'") from None
         render = session.context.render_text
-        url, room_name = render(spec.url), render(spec.room)
+        url, room_name = session.context.render_url(spec.url), render(spec.room)
         trace = session.conversation_trace
         attributes = {"traceparent": trace.traceparent} if trace is not None else {}
         token = self._sdk.token(spec, render(spec.api_key), render(spec.api_secret), room_name, attributes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Literal, Protocol, TypeGuard
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from tamesu.errors import TemplateError
 from tamesu.matching import args_problem
@@ -104,11 +104,15 @@ def require_audio_extra(prefix: str = "") -> None:
 def check_tool_results(results: dict[str, object]) -> dict[str, object]:
     """`tool_results` as a validator sees it: each list of cases must be valid cases."""
     for name, value in results.items():
-        if _is_cases(value):
+        for index, case in enumerate(value if _is_cases(value) else []):
             try:
-                [ToolResultCase.model_validate(case) for case in value]
-            except ValueError as exc:
-                raise ValueError(f"tool_results.{name}: {exc}") from None
+                ToolResultCase.model_validate(case)
+            except ValidationError as exc:  # its first problem on one line (pydantic's own text spans several)
+                error = exc.errors()[0]
+                where = ".".join(str(part) for part in error["loc"])
+                why = str(error["msg"]).removeprefix("Value error, ")
+                said = why if not where or why.startswith(where) else f"{where}: {why}"
+                raise ValueError(f"{name}[{index}]: {said}") from None
     return results
 
 

@@ -66,7 +66,7 @@ async def listen_turn(http: Http, reader: TurnReader, request: Request, listener
     sent = await http.fetch(request)
     reader.fail_on_refusal(sent)  # no agent took the send: nothing would be polled for, or posted back
     reader.fail_on_5xx(sent)
-    waiting(f"waiting for a post to {listener.url}")
+    waiting(f"waiting for a post to {listener.shown()}")
     posts = await listener.posts(listen.idle, listen.done)
     return listened(reader, listen, reader.turn(status=sent.status, sent_at_ms=sent.sent_at_ms,
                                                 **listener.turn_fields(listen, posts)))

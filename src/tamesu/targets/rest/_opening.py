@@ -58,7 +58,7 @@ async def open_conversation(session: Session, http: Http, ctx: Context, spec: Se
 
 async def start_listener(session: Session, listen: ListenSpec, max_bytes: int, what: str) -> Listener:
     host, port = split_addr(listen.addr) if listen.addr else ("127.0.0.1", 0)
-    public_url = session.context.render_text(listen.url) if listen.url else None
+    public_url = session.context.render_url(listen.url) if listen.url else None
     listener: Listener | None = None
     try:
         from tamesu.targets.rest.listen import Listener

@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from tamesu.conversation import Session, TurnError
 from tamesu.net.serve import LoopServer
+from tamesu.net.urls import shown_url
 from tamesu.targets.rest.answer import timed_out
 from tamesu.targets.rest.http import parse_body
 from tamesu.targets.rest.read import MAX_EVENTS, holds, text_of
@@ -34,7 +35,13 @@ class Listener:
         app = Starlette(routes=[Route(path, self._receive, methods=["POST", "PUT"])])
         self._server = LoopServer(app, host=host, port=port)
         self.url = public_url or f"{self._server.url}{path}"
+        """What `{{listen.url}}` gives the agent: a public URL as written, its credentials with it."""
         self.received = 0
+
+    def shown(self, *, query: bool = False) -> str:
+        """The URL as a line or an event names it: never a `user:password@` written in the public one (a tunnel's
+        basic auth), its query (a token) only with `query`."""
+        return shown_url(self.url, self._session.redactor.text, query=query)
 
     async def start(self) -> None:
         await self._server.start()
@@ -81,7 +88,7 @@ class Listener:
             async with asyncio.timeout(turn_timeout):
                 posts = await self.posts(listen.idle, listen.done, after=[first])
         except TimeoutError:
-            raise timed_out(turn_timeout, f"waiting for a post to {self.url}", None) from None
+            raise timed_out(turn_timeout, f"waiting for a post to {self.shown()}", None) from None
         return {**self.turn_fields(listen, posts), "sent_at_ms": min(since, first[1])}
 
     @staticmethod

@@ -166,7 +166,7 @@ class RestTarget(Target[RestSpec]):
             self._ws, url = await connect_websocket(session, self._context(), spec, self._what)
         session.event("transport", streaming=spec.streaming, read=self._read_mode(), url=url,
                       session_id=self.session_id,
-                      listen_url=None if self._listener is None else self._listener.url)
+                      listen_url=None if self._listener is None else self._listener.shown(query=True))
 
     def _session_id(self) -> str:
         template = self.spec.session.id

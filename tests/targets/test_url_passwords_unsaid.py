@@ -1,0 +1,86 @@
+"""A `user:password@` written in a URL tamesu renders itself (a rest listener's public url, a remote agent's
+`forward`) is a credential whether or not the suite declares it a secret: it is sent, and it reaches neither the
+console nor any file of the run folder. A template inside it is percent-encoded, as a rest target's url's is, so
+a password holding a `/` is sent whole."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+from agents.fixtures import RunningAgents, rest_agents
+
+__all__ = ["rest_agents"]  # a fixture, imported to be found by pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))
+        return int(spare.getsockname()[1])
+
+
+def _unsaid(word: str, said: str, out: Path) -> None:
+    assert word not in said, said
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert word not in path.read_text(errors="replace"), path
+
+
+def test_a_listeners_public_url_is_named_without_its_password(rest_agents: RunningAgents, tamesu: Callable,
+                                                             tmp_path: Path) -> None:
+    # before: the transport event's listen_url kept "http://hook:hunter2-pw@127.0.0.1:P/hook" in result.json, and
+    # a password holding a `/` (a secret) ended the host early: the agent's posts went nowhere, each turn timed out
+    port = _free_port()
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  plain:
+    type: rest
+    url: "{rest_agents.url}/bot"
+    request: {{ body: {{ text: "{{{{message}}}}", callback: "{{{{listen.url}}}}" }} }}
+    response: {{ listen: {{ addr: "127.0.0.1:{port}", url: "http://hook:hunter2-pw@127.0.0.1:{port}/hook",
+                          path: /hook, idle: 5s, done: $.end }} }}
+    turn_timeout: 20s
+  templated:
+    type: rest
+    url: "{rest_agents.url}/bot"
+    request: {{ body: {{ text: "{{{{message}}}}", callback: "{{{{listen.url}}}}" }} }}
+    response: {{ listen: {{ addr: "127.0.0.1:{port}", url: "http://hook:{{{{secrets.HOOK_PW}}}}@127.0.0.1:{port}/hook",
+                          path: /hook, idle: 5s, done: $.end }} }}
+    turn_timeout: 20s
+tests:
+  - {{ name: plain, target: plain, scenario: {{ script: [ {{ say: bye }} ] }} }}
+  - {{ name: templated, target: templated, scenario: {{ script: [ {{ say: bye }} ] }} }}
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"HOOK_PW": "s3c/ret?pw#0042"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = {(r := json.loads(p.read_text()))["test"]: r for p in (tmp_path / "out").rglob("result.json")}
+    for name in ("plain", "templated"):
+        transport = [e["data"] for e in runs[name]["events"] if e["name"] == "transport"]
+        assert transport[0]["listen_url"] == f"http://***@127.0.0.1:{port}/hook", transport
+        assert [turn["agent"]["text"] for turn in runs[name]["turns"]] == ["Bye"]
+    _unsaid("hunter2-pw", result.stdout + result.stderr, tmp_path / "out")
+    _unsaid("s3c", result.stdout + result.stderr, tmp_path / "out")
+
+
+def test_a_remote_agents_forward_is_named_without_its_password(tamesu: Callable, tmp_path: Path) -> None:
+    # before: "remote agent shop: forward to http://shop:hunter2-pw@127.0.0.1:P/a2a: the real agent did not
+    # answer" on the console and in result.json, and the remote_agent_started and forward_failed events kept it
+    port = _free_port()
+    (tmp_path / "f.tamesu.yaml").write_text(f"""\
+remote_agents:
+  shop: {{ forward: "http://shop:hunter2-pw@127.0.0.1:{port}/a2a" }}
+targets:
+  rpc: {{ type: a2a, url: "{{{{remote.shop.url}}}}" }}
+tests:
+  - {{ name: through, target: rpc, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: x }} ] }}
+""", encoding="utf-8")
+    done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"! remote agent shop: forward to http://***@127.0.0.1:{port}/a2a: the real agent did " \
+           "not answer: ConnectError" in done.stdout, done.stdout
+    run = json.loads(next((tmp_path / "out").rglob("result.json")).read_text())
+    started = [e["data"] for e in run["events"] if e["name"] == "remote_agent_started"]
+    assert started[0]["forward"] == f"http://***@127.0.0.1:{port}/a2a", started
+    _unsaid("hunter2-pw", done.stdout + done.stderr, tmp_path / "out")
