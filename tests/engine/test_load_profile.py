@@ -108,9 +108,12 @@ def test_each_stage_reports_where_the_agent_degrades(tmp_path: Path, tamesu, ser
     assert len(written) == sum(stage["runs"] for stage in stages), written[:3]
 
 
-def test_a_load_conversation_cut_by_ctrl_c_is_no_error_and_names_stay_inside_the_run(tmp_path: Path, serve) -> None:
+@pytest.mark.parametrize("ramp", ["[2]", "[2, 4]"])
+def test_a_load_conversation_cut_by_ctrl_c_is_no_error_and_names_stay_inside_the_run(tmp_path: Path, serve,
+                                                                                      ramp: str) -> None:
     # before: the conversations in flight at Ctrl-C counted as the stage's errors, an interrupted last stage read
-    # as whole, and a test named `../../x` had its load artifacts written outside the run folder
+    # as whole, and a test named `../../x` had its load artifacts written outside the run folder; a stage cut
+    # with stages left after it ([2, 4]) said `interrupted by SIGINT` alone, not how far it got
     import signal
     import subprocess
     import sys
@@ -120,7 +123,7 @@ def test_a_load_conversation_cut_by_ctrl_c_is_no_error_and_names_stay_inside_the
 
     agent = CrowdedAgent()
     url = serve(agent.app()).url
-    write(tmp_path, url, "{ ramp: [2], hold: 60s }")
+    write(tmp_path, url, f"{{ ramp: {ramp}, hold: 60s }}")
     suite = (tmp_path / "shop.yaml").read_text().replace("name: order", "name: ../../escaped")
     (tmp_path / "shop.yaml").write_text(suite.replace("say: ORD-1", "say: 'slow ORD-1'"))
     process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "run", "--out", "out", "--color", "never"]),
