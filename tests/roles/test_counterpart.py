@@ -375,3 +375,29 @@ tests:
         "suite.yaml:7:28: tests[0].counterpart.target: browser target web cannot play the user: a browser test "
         "needs steps (goal, expect, action), or a chat block on its target to talk to the page's chat widget",
         "1 problem found"], done.stderr
+
+
+def test_a_timeout_that_runs_out_while_the_counterpart_answers_is_no_failure_of_the_agent(
+        tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # before: the buyer answered at once, the supplier (the counterpart) took 5 s, and the run read as the agent
+    # under test's failure, "the test took longer than its timeout (1s)", fault: agent
+    async def slow(request: Request) -> JSONResponse:
+        await asyncio.sleep(5)
+        return JSONResponse({"text": "too late"})
+
+    buyer = serve(negotiator("buyer", []))
+    supplier = serve(Starlette(routes=[Route("/chat", slow, methods=["POST"])]))
+    write_suite(tmp_path, buyer.url, supplier.url, """\
+  - name: slow supplier
+    target: buyer
+    timeout: 1s
+    counterpart: { target: supplier, opening: "500 units at 12 euros" }
+    scenario: { max_turns: 3 }
+""")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    run = result(tmp_path / "out", "slow-supplier")
+    assert run["status"] == "error" and run["fault"] == "environment", run
+    assert run["error"] == ("the test's timeout (1s) ran out during the counterpart supplier's turn, not while the "
+                            "agent answered"), run["error"]
+    assert [t["agent"]["text"] for t in run["turns"]] == ["buyer reply 1"]  # the agent's one answer, in time

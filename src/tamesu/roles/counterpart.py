@@ -4,7 +4,8 @@ The counterpart's `opening` is the first user turn; without one, the counterpart
 its answer is. Then each agent turn goes to the counterpart, and its answer is the next user turn, until the
 counterpart ends the conversation or answers nothing (`simulator_stopped`, its last `user_side` note saying
 why: `reason`, and an A2A task's `state` and `message`), the agent under test stops, or `max_turns`. A
-counterpart whose A2A task failed broke: a `counterpart_failed` event and the run an error quoting its message.
+counterpart whose A2A task failed broke: a `counterpart_failed` event and the run an error quoting its message;
+so is a run whose `timeout` ran out while the counterpart was answering (`queueing.asking` names it).
 The counterpart runs in a session of its own (its artifacts under `counterpart/`), so its card,
 transport and task events do not mix with the agent under test's; the run records one `counterpart` event
 when it opens, and a `user_side` note for each turn it wrote.
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.models.queueing import asking
 from tamesu.roles.simulator import UserAction, UserSimulator
 from tamesu.suite.templates import Context
 
@@ -62,7 +64,10 @@ class CounterpartUser(UserSimulator):
         """The counterpart's answer to `text`, or None when it ended the conversation or said nothing."""
         self._asked.append((self._run_session.now_ms(), math.inf))
         try:
-            answer = await self._target.send(UserTurn(text=text, source="counterpart"))
+            # the test's timeout running out now is the counterpart's time, as a simulator's call is: no failure
+            # of the agent under test, which answered
+            with asking(f"the counterpart {self._name}'s turn"):
+                answer = await self._target.send(UserTurn(text=text, source="counterpart"))
         except TurnError as exc:
             raise InfraError(f"counterpart {self._name}: {exc}") from exc
         finally:
