@@ -98,6 +98,10 @@ def test_a_counterpart_is_checked_when_the_suite_loads(tmp_path: Path, tamesu: A
   - name: misspelt
     target: buyer
     counterpart: { target: suplier, opening: hi }
+  - name: a stop_when beside it
+    target: buyer
+    counterpart: { target: supplier, opening: hi }
+    scenario: { stop_when: the buyer agrees }
 """)
     done = tamesu(["validate"], cwd=tmp_path)
     assert done.returncode != 0
@@ -106,6 +110,8 @@ def test_a_counterpart_is_checked_when_the_suite_loads(tmp_path: Path, tamesu: A
     assert "the counterpart needs an opening, or scenario.goal" in done.stdout + done.stderr
     # it validated, then the script was never sent and the run went on to max_turns
     assert "counterpart plays the user, so scenario.script would never be used" in done.stdout + done.stderr
+    # before: valid, and nothing judged it: the two agents talked on to max_turns past the condition
+    assert "tests[4]: counterpart plays the user, so scenario.stop_when would never be used" in done.stderr, done.stderr
 
 
 def delegator(role: str) -> Starlette:
