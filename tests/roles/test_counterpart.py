@@ -407,3 +407,29 @@ def test_a_timeout_that_runs_out_while_the_counterpart_answers_is_no_failure_of_
     assert run["error"] == ("the test's timeout (1s) ran out during the counterpart supplier's turn, not while the "
                             "agent answered"), run["error"]
     assert [t["agent"]["text"] for t in run["turns"]] == ["buyer reply 1"]  # the agent's one answer, in time
+
+
+def test_a_counterpart_that_hands_off_says_so_and_to_whom(tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # before: an answer with a handoff that also ends the conversation (as the example shop's does) read
+    # "ended the conversation", without `to`, while the same answer from the agent under test ends it as `handoff`
+    async def desk(request: Request) -> JSONResponse:
+        return JSONResponse({"text": "Passing you to a colleague.", "done": True, "handoff": {"queue": "support"}})
+
+    buyer = serve(negotiator("buyer", []))
+    supplier = serve(Starlette(routes=[Route("/chat", desk, methods=["POST"])]))
+    (tmp_path / "talk.tamesu.yaml").write_text(
+        "targets:\n"
+        f"  buyer: {{ type: rest, url: {buyer.url}/chat }}\n"
+        f"  supplier: {{ type: rest, url: {supplier.url}/chat, response: {{ done: $.done }},\n"
+        "              handoff: { json_path: $.handoff, to: $.handoff.queue } }\n"
+        "tests:\n"
+        "  - name: hand off\n"
+        "    target: buyer\n"
+        "    counterpart: { target: supplier, opening: hello }\n"
+        "    scenario: { max_turns: 4 }\n", encoding="utf-8")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = result(tmp_path / "out", "hand-off")
+    assert run["end_reason"] == "simulator_stopped"
+    [last] = [e["data"] for e in run["events"] if e["name"] == "user_side" and e["data"].get("stopped")]
+    assert last == {"counterpart": "supplier", "stopped": True, "reason": "handed off", "to": "support"}, last

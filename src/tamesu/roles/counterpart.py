@@ -72,17 +72,16 @@ class CounterpartUser(UserSimulator):
             raise InfraError(f"counterpart {self._name}: {exc}") from exc
         finally:
             self._asked[-1] = (self._asked[-1][0], self._run_session.now_ms())
-        if answer.ended:
-            state = _task_state(answer) if self._target.kind == "a2a" else None
-            if state == "failed":
-                # the counterpart broke, not the agent under test: what was graded after it would test nothing
-                self._run_session.event("counterpart_failed", counterpart=self._name, state=state,
-                                        message=answer.text)
-                raise InfraError(f"counterpart {self._name}: its task failed: {answer.text or '(no message)'}")
-            self._stopped = {"reason": "ended the conversation", "state": state, "message": answer.text}
-            return None
-        if answer.handoff is not None:
+        state = _task_state(answer) if answer.ended and self._target.kind == "a2a" else None
+        if state == "failed":
+            # the counterpart broke, not the agent under test: what was graded after it would test nothing
+            self._run_session.event("counterpart_failed", counterpart=self._name, state=state, message=answer.text)
+            raise InfraError(f"counterpart {self._name}: its task failed: {answer.text or '(no message)'}")
+        if answer.handoff is not None:  # before `ended`, as an agent under test's answer with both is a handoff
             self._stopped = {"reason": "handed off", "to": answer.handoff.to}
+            return None
+        if answer.ended:
+            self._stopped = {"reason": "ended the conversation", "state": state, "message": answer.text}
             return None
         if not answer.text.strip():
             self._stopped = {"reason": "answered nothing"}
