@@ -165,6 +165,23 @@ def test_a_ramp_is_not_run_when_no_test_of_the_suite_reached_the_agent(tmp_path:
     assert not (run_dir / "load" / "shop").exists()
 
 
+def test_a_ramp_whose_before_all_hook_failed_says_why_it_was_not_run(tmp_path: Path, tamesu) -> None:
+    # before: no stage, no load/SUITE.json and no word of the load at all, where a failing before_each hook (or the
+    # agent not up) says `load stopped: not run: ...`
+    write(tmp_path, "http://127.0.0.1:9", "{ ramp: [1, 2], hold: 120s }")
+    suite = (tmp_path / "shop.yaml").read_text()
+    (tmp_path / "shop.yaml").write_text(suite.replace("load:", "hooks: { before_all: [ { run: 'exit 4' } ] }\nload:"))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=100)
+    said = result.stdout + result.stderr
+    assert result.returncode == 3, said
+    run_dir = next((tmp_path / "out").iterdir())
+    report = json.loads((run_dir / "load" / "shop.json").read_text())
+    assert report["stages"] == [], report
+    assert report["stopped"] == ("not run: every test of the suite was an error (the first: before_all hook 1: "
+                                 "`exit 4` exited with 4 (no output))"), report
+    assert f"load stopped: {report['stopped']}" in said, said
+
+
 def test_a_stage_that_max_runs_ended_before_its_hold_says_so(tmp_path: Path, tamesu, serve) -> None:
     # before: 4 runs in a fraction of a 60 s hold read as a whole stage: its runs/s and latencies with no word
     # that the stage held for none of the time it was asked to

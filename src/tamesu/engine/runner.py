@@ -226,6 +226,7 @@ class Runner:
             # and the run's reports and run.json say so (the run stopped with run.json at exit 0, no reports)
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
+            await self._load(suite, tests, directory, None, None)  # no stage: it says why (every test an error)
             return [f"suite {suite.name}: {exc}"]
         context = self._suite_context(suite)
         try:
@@ -241,6 +242,7 @@ class Runner:
         except HookFailed as exc:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
+            await self._load(suite, tests, directory, None, None)  # no stage: it says why (every test an error)
             # what the before_all hooks before it set up (a container, a seeded database) is cleaned up still
             return [str(exc), *await self._after_all(suite, context)]
         models = self._models_for(suite)
