@@ -10,7 +10,8 @@ which JUnit files show as skipped with the failure in the message, as tamesu's o
 Each item is a tamesu run of its own (its own run directory, under `<out>/pytest-<session>/`, shared by
 every xdist worker of one session; `tamesu merge` joins them into one run). Because of that, a suite's
 `before_all`/`after_all` hooks and the `budget` apply to each item, not once per suite: xdist spreads a
-suite's tests over processes, so "once per suite" could not hold anyway.
+suite's tests over processes, so "once per suite" could not hold anyway. A suite's `load:` stages are not run (a
+warning says so): each item would ramp its one test alone, for the whole ramp, with nowhere to show the figures.
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ class SuiteFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         for warning in plan.warnings:
             self.warn(pytest.PytestWarning(f"tamesu: {warning}"))
+        for suite in plan.suites:
+            if suite.spec.load is not None:  # each item would ramp its one test for the whole ramp, unseen
+                self.warn(pytest.PytestWarning(f"tamesu: suite {suite.name}: its load: stages are not run under "
+                                               "pytest (each item is one test's verdict): `tamesu run` runs them"))
         for test in plan.tests:
             item = TamesuItem.from_parent(self, name=test.name, plan=plan, planned=test)
             item.add_marker(pytest.mark.tamesu)
@@ -127,7 +132,7 @@ class TamesuItem(pytest.Item):
         from tamesu.report.load import load_run
         from tamesu.report.recorder import Fanout, PlanRecorder
 
-        options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel)
+        options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel, load=False)
         reporter = Fanout(_Quiet(), PlanRecorder(None, self.plan.secrets.redactor.data))
         try:
             outcome = asyncio.run(Runner(self.plan, [self.planned], options, reporter).run())

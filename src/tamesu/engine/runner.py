@@ -66,6 +66,8 @@ class RunOptions:
     cache_mode: CacheMode | None = None
     """`--no-cache` (off) or `--cache-only` (only) over the project's `cache.mode`."""
     update_golden: bool = False
+    load: bool = True
+    """A suite's `load:` stages after its tests (the pytest plug-in's items, one test's verdict each, run none)."""
 
 
 @dataclass
@@ -393,8 +395,8 @@ class Runner:
         from tamesu.engine.load import load_finished, run_load, unreached
 
         runnable = [t for t in tests if not t.spec.skip]
-        if not runnable or suite.spec.load is None or self.halts.suite_stopped(suite.name) \
-                or self.stopping.signum is not None:
+        if not runnable or suite.spec.load is None or not self.options.load \
+                or self.halts.suite_stopped(suite.name) or self.stopping.signum is not None:
             return
         folder = directory.root / "load" / slug(suite.name)
 
