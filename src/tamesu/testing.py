@@ -104,6 +104,8 @@ class AsyncAgentSession:
         tamesu.yaml is found (default: the current one, or above); `config` names the file itself. `connector`, as
         `tamesu test -c`: the model a model target answers with, else every turn's `options.connector`."""
         start = Path(project) if project is not None else Path.cwd()
+        if project is not None and not start.exists():  # else the search began at its parent: another project
+            raise ValueError(f"project {project}: no such folder (project= is the folder of tamesu.yaml)")
         loaded = load_project(Path(config) if config else find_project(start), start)
         secrets = Secrets(loaded.dir / name for name in loaded.spec.secrets.env_files)
         if loaded.doc is not None:

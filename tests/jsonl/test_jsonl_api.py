@@ -122,3 +122,13 @@ models:
         AgentSession.open("llm", project=folder, connector="nope")
     with AgentSession.open("llm", project=folder, connector="bot-model") as agent:
         assert agent.send("hello").text == "hi"
+
+
+def test_a_project_folder_that_is_not_there_is_a_clear_error(tmp_path: Path) -> None:
+    # before: the search for tamesu.yaml began at its parent, so a typo opened the project above it without a word
+    (tmp_path / "tamesu.yaml").write_text("suites: []\ntargets:\n  bot: { type: model, model: m }\n"
+                                          "models:\n  m: { provider: fake, rules: [ { say: hi } ] }\n")
+    with pytest.raises(ValueError, match=r"^project .*typo: no such folder \(project= is the folder of tamesu.yaml\)$"):
+        AgentSession.open("bot", project=tmp_path / "typo")
+    with AgentSession.open("bot", project=tmp_path) as agent:
+        assert agent.send("hello").text == "hi"
