@@ -189,6 +189,44 @@ def test_failed_turn():
     assert "SUPERSECRET" not in result.stdout + result.stderr and "SUPERSECRET" not in junit, result.stdout
 
 
+def test_a_suites_load_stages_are_not_run_by_each_item_and_a_warning_says_so(tmp_path: Path) -> None:
+    # before: each item ran its one test through the whole ramp after its verdict, silently (120 s of stages per
+    # item here; the docs' `ramp: [1, 4, 8, 16], hold: 60s` 4 minutes each), its figures nowhere in pytest's output
+    (tmp_path / "s.tamesu.yaml").write_text(
+        "targets:\n  bot: { type: model, model: bot }\n"
+        "models:\n  bot: { provider: fake, rules: [ { when: hi, say: hello } ] }\n"
+        "load: { ramp: [1, 2], hold: 60s }\n"
+        "tests:\n  - { name: greets, scenario: { script: [ { say: hi } ] } }\n")
+    result = run_pytest(["-q", "--tamesu-out", "runs"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout, result.stdout
+    assert "tamesu: suite s: its load: stages are not run under pytest" in result.stdout, result.stdout
+    [session] = list((tmp_path / "runs").iterdir())
+    [run] = [d for d in session.iterdir() if d.is_dir()]
+    assert not (run / "load").exists(), sorted(p.name for p in run.iterdir())
+
+
+def test_a_tag_named_as_pytests_own_marker_is_no_marker(tmp_path: Path) -> None:
+    # before: `tags: [skip]` skipped the test, `[xfail]` made a pass XPASS, and `[timeout]` (pytest-timeout's
+    # marker, with no argument) stopped the whole session with an INTERNALERROR
+    (tmp_path / "t.tamesu.yaml").write_text(
+        "targets:\n  bot: { type: model, model: bot }\n"
+        "models:\n  bot: { provider: fake, rules: [ { when: hi, say: hello } ] }\n"
+        "tests:\n" + "".join(f"  - {{ name: {name}, tags: [{tags}], scenario: {{ script: [ {{ say: hi }} ] }},"
+                              " assert: [ { contains: hello } ] }\n"
+                              for name, tags in (("a", "skip"), ("b", "xfail"), ("c", "timeout, smoke"))))
+    result = run_pytest(["-q", "-rA", "--tamesu-out", "runs"], cwd=tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "3 passed" in out and "INTERNALERROR" not in out, out
+    assert "tamesu: t/a: tag 'skip' is pytest's own marker (or a plug-in's), so it is no marker of this test: " \
+           "-k skip selects it" in out, out
+    picked = run_pytest(["-q", "-k", "xfail", "--tamesu-out", "runs"], cwd=tmp_path)
+    assert "1 passed, 2 deselected" in picked.stdout, picked.stdout
+    tagged = run_pytest(["-q", "-m", "smoke", "--tamesu-out", "runs"], cwd=tmp_path)  # a tag of its own still is
+    assert "1 passed, 2 deselected" in tagged.stdout, tagged.stdout
+
+
 def test_a_run_folder_that_cannot_be_made_is_one_line_per_item(tmp_path: Path) -> None:
     # before: a full asyncio and pytest traceback per item (4,687 lines for five tests)
     (tmp_path / "afile").write_text("")

@@ -1,16 +1,18 @@
 """The pytest plugin: suite files become pytest items, so `pytest` runs tamesu tests beside unit tests.
 
-Each test of a suite (each case too) is one item named after it, so `-k`, `-m <tag>`, `--junitxml`, `-x`
-and pytest-xdist's `-n 4` work as for any test. Collected files: `*.tamesu.yaml` by default, or the globs
-of the `tamesu_files` ini option (matched against the end of the path, so `suites/*.yaml` works too); the
-project file `tamesu.yaml` never is. Outcomes: passed passes; failed and error fail with every failing
-assertion's reason and the transcript; skipped skips; a quarantined failure is an expected failure (xfail),
-which JUnit files show as skipped with the failure in the message, as tamesu's own JUnit report does.
+Each test of a suite (each case too) is one item named after it, so `-k`, `-m <tag>`, `--junitxml`, `-x` and
+pytest-xdist's `-n 4` work as for any test (a tag named as pytest's or a plug-in's marker, `skip`, is none).
+Collected files: `*.tamesu.yaml` by default, or the globs of the `tamesu_files` ini option (matched against the end
+of the path, so `suites/*.yaml` works too); the project file `tamesu.yaml` never is. Outcomes: passed passes; failed
+and error fail with every failing assertion's reason and the transcript; skipped skips; a quarantined failure is an
+expected failure (xfail), which JUnit files show as skipped with the failure in the message, as tamesu's own JUnit
+report does.
 
 Each item is a tamesu run of its own (its own run directory, under `<out>/pytest-<session>/`, shared by
 every xdist worker of one session; `tamesu merge` joins them into one run). Because of that, a suite's
 `before_all`/`after_all` hooks and the `budget` apply to each item, not once per suite: xdist spreads a
-suite's tests over processes, so "once per suite" could not hold anyway.
+suite's tests over processes, so "once per suite" could not hold anyway. A suite's `load:` stages are not run (a
+warning says so): each item would ramp its one test alone, for the whole ramp, with nowhere to show the figures.
 """
 
 from __future__ import annotations
@@ -86,18 +88,37 @@ class SuiteFile(pytest.File):
             raise self.CollectError(str(exc)) from None
         for warning in plan.warnings:
             self.warn(pytest.PytestWarning(f"tamesu: {warning}"))
+        for suite in plan.suites:
+            if suite.spec.load is not None:  # each item would ramp its one test for the whole ramp, unseen
+                self.warn(pytest.PytestWarning(f"tamesu: suite {suite.name}: its load: stages are not run under "
+                                               "pytest (each item is one test's verdict): `tamesu run` runs them"))
+        theirs = _others_markers(self.config)
         for test in plan.tests:
             item = TamesuItem.from_parent(self, name=test.name, plan=plan, planned=test)
             item.add_marker(pytest.mark.tamesu)
             for tag in test.tags:
-                if tag.isidentifier():
+                if tag in theirs:
+                    # `skip`, `xfail`, `timeout`...: as a marker it would skip the test, or stop the session
+                    item.extra_keyword_matches.add(tag)  # `-k skip` still selects it
+                    self.warn(pytest.PytestWarning(f"tamesu: {test.id}: tag {tag!r} is pytest's own marker (or a "
+                                                   f"plug-in's), so it is no marker of this test: -k {tag} selects it"))
+                elif tag.isidentifier():
                     # tags are markers too, so `-m smoke` selects as `--tags smoke` does
-                    self.config.addinivalue_line("markers", f"{tag}: tamesu tag")
+                    self.config.addinivalue_line("markers", f"{tag}: {_TAG}")
                     item.add_marker(getattr(pytest.mark, tag))
             if test.spec.skip:
                 reason = test.spec.skip if isinstance(test.spec.skip, str) else "skip: true"
                 item.add_marker(pytest.mark.skip(reason=reason))
             yield item
+
+
+_TAG = "tamesu tag"
+
+
+def _others_markers(config: pytest.Config) -> set[str]:
+    """The markers pytest and its plug-ins registered (`skip`, `xfail`, `timeout`...), not tamesu's tags."""
+    lines = [str(line) for line in config.getini("markers")]
+    return {line.split(":")[0].split("(")[0].strip() for line in lines if not line.endswith(f": {_TAG}")}
 
 
 class TamesuFailure(Exception):
@@ -127,7 +148,7 @@ class TamesuItem(pytest.Item):
         from tamesu.report.load import load_run
         from tamesu.report.recorder import Fanout, PlanRecorder
 
-        options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel)
+        options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel, load=False)
         reporter = Fanout(_Quiet(), PlanRecorder(None, self.plan.secrets.redactor.data))
         try:
             outcome = asyncio.run(Runner(self.plan, [self.planned], options, reporter).run())

@@ -50,6 +50,7 @@ from tamesu.plan.targets import (
     for_the_agent,
     history_refusal,
     resolve,
+    unknown_model,
     with_connector,
 )
 from tamesu.roles.awaiting import Awaiting, detect
@@ -85,9 +86,11 @@ class Reply:
 
 
 class AsyncAgentSession:
-    def __init__(self, live: LiveSession, resolver: Resolver) -> None:
+    def __init__(self, live: LiveSession, resolver: Resolver, connector: str | None = None) -> None:
         self._live = live
         self._resolver = resolver
+        self._connector = connector
+        """Sent as every turn's `options.connector` (a target other than a model target), as `tamesu test -c`."""
 
     @property
     def exchanges(self) -> list[Exchange]:
@@ -98,8 +101,11 @@ class AsyncAgentSession:
                    connector: str | None = None) -> AsyncAgentSession:
         """A session on `target` (a target of the project's tamesu.yaml, or a URL: http(s):// for a rest or A2A
         agent, grpc(s):// for tamesu's turn API). `project` is a folder where
-        tamesu.yaml is found (default: the current one, or above); `config` names the file itself."""
+        tamesu.yaml is found (default: the current one, or above); `config` names the file itself. `connector`, as
+        `tamesu test -c`: the model a model target answers with, else every turn's `options.connector`."""
         start = Path(project) if project is not None else Path.cwd()
+        if project is not None and not start.exists():  # else the search began at its parent: another project
+            raise ValueError(f"project {project}: no such folder (project= is the folder of tamesu.yaml)")
         loaded = load_project(Path(config) if config else find_project(start), start)
         secrets = Secrets(loaded.dir / name for name in loaded.spec.secrets.env_files)
         if loaded.doc is not None:
@@ -112,10 +118,16 @@ class AsyncAgentSession:
             where = f" (AgentSession.open takes a target of {loaded.dir / 'tamesu.yaml'}; a suite's targets are " \
                 "not there)" if loaded.doc is not None else ""
             raise ValueError(f"{said}{where}") from None
+        if connector is not None:  # a wrong argument, said before any agent is reached (as `-c` is one line)
+            model = resolved.spec.type == "model"
+            why = unknown_model(connector, loaded.spec.models) if model else \
+                dropped_options(resolved.spec.type, ["connector"])
+            if why is not None:
+                raise ValueError(f"connector {connector}: {why}")
         live = await LiveSession.open(resolved.name, with_connector(resolved.spec, connector), secrets=secrets,
                                       base_dir=loaded.dir, models=project_models(loaded, secrets, None),
                                       variables=loaded.spec.vars)
-        return cls(live, _resolver(loaded, secrets))
+        return cls(live, _resolver(loaded, secrets), None if resolved.spec.type == "model" else connector)
 
     async def send(self, message: str | dict[str, object] | list[dict[str, object]], *,
                    options: Mapping[str, object] | None = None) -> Reply:
@@ -133,6 +145,8 @@ class AsyncAgentSession:
             refusal = history_refusal(target.kind, target.name)
             if refusal is not None:  # sent, only its last message would reach the agent
                 raise ValueError(f"a history of {len(messages)} messages cannot be sent: {refusal}")
+        if self._connector is not None:  # the turn's own connector wins, as a JSONL turn's over `-c`
+            options = {"connector": self._connector, **(options or {})}
         if options and (dropped := dropped_options(self._live.target.kind, for_the_agent(options))) is not None:
             raise ValueError(f"these options cannot be sent: {dropped}")  # as `tamesu test` warns of them
         turn = user_turn(messages, self._live.session.base_dir, options or {})

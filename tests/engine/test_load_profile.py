@@ -108,9 +108,12 @@ def test_each_stage_reports_where_the_agent_degrades(tmp_path: Path, tamesu, ser
     assert len(written) == sum(stage["runs"] for stage in stages), written[:3]
 
 
-def test_a_load_conversation_cut_by_ctrl_c_is_no_error_and_names_stay_inside_the_run(tmp_path: Path, serve) -> None:
+@pytest.mark.parametrize("ramp", ["[2]", "[2, 4]"])
+def test_a_load_conversation_cut_by_ctrl_c_is_no_error_and_names_stay_inside_the_run(tmp_path: Path, serve,
+                                                                                      ramp: str) -> None:
     # before: the conversations in flight at Ctrl-C counted as the stage's errors, an interrupted last stage read
-    # as whole, and a test named `../../x` had its load artifacts written outside the run folder
+    # as whole, and a test named `../../x` had its load artifacts written outside the run folder; a stage cut
+    # with stages left after it ([2, 4]) said `interrupted by SIGINT` alone, not how far it got
     import signal
     import subprocess
     import sys
@@ -120,7 +123,7 @@ def test_a_load_conversation_cut_by_ctrl_c_is_no_error_and_names_stay_inside_the
 
     agent = CrowdedAgent()
     url = serve(agent.app()).url
-    write(tmp_path, url, "{ ramp: [2], hold: 60s }")
+    write(tmp_path, url, f"{{ ramp: {ramp}, hold: 60s }}")
     suite = (tmp_path / "shop.yaml").read_text().replace("name: order", "name: ../../escaped")
     (tmp_path / "shop.yaml").write_text(suite.replace("say: ORD-1", "say: 'slow ORD-1'"))
     process = subprocess.Popen(tied([sys.executable, "-m", "tamesu", "run", "--out", "out", "--color", "never"]),
@@ -160,6 +163,23 @@ def test_a_ramp_is_not_run_when_no_test_of_the_suite_reached_the_agent(tmp_path:
     assert "cannot reach" in report["stopped"], report
     assert "load stopped: not run: every test of the suite was an error" in said, said
     assert not (run_dir / "load" / "shop").exists()
+
+
+def test_a_ramp_whose_before_all_hook_failed_says_why_it_was_not_run(tmp_path: Path, tamesu) -> None:
+    # before: no stage, no load/SUITE.json and no word of the load at all, where a failing before_each hook (or the
+    # agent not up) says `load stopped: not run: ...`
+    write(tmp_path, "http://127.0.0.1:9", "{ ramp: [1, 2], hold: 120s }")
+    suite = (tmp_path / "shop.yaml").read_text()
+    (tmp_path / "shop.yaml").write_text(suite.replace("load:", "hooks: { before_all: [ { run: 'exit 4' } ] }\nload:"))
+    result = tamesu(["run", "--out", "out"], cwd=tmp_path, timeout=100)
+    said = result.stdout + result.stderr
+    assert result.returncode == 3, said
+    run_dir = next((tmp_path / "out").iterdir())
+    report = json.loads((run_dir / "load" / "shop.json").read_text())
+    assert report["stages"] == [], report
+    assert report["stopped"] == ("not run: every test of the suite was an error (the first: before_all hook 1: "
+                                 "`exit 4` exited with 4 (no output))"), report
+    assert f"load stopped: {report['stopped']}" in said, said
 
 
 def test_a_stage_that_max_runs_ended_before_its_hold_says_so(tmp_path: Path, tamesu, serve) -> None:

@@ -4,6 +4,9 @@ validators."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from agents.expense_agent import EXAMPLE, ExpenseAgent, expense_agent
@@ -84,3 +87,48 @@ async def test_options_the_target_never_sends_are_refused(agent_env: None) -> No
             await agent.send("hello", options={"metadata": {"tenant": "acme"}})
         reply = await agent.send("I want to submit an expense", options={"connector": "expense-bot"})
         assert reply.text
+
+
+def test_the_sessions_connector_is_every_turns_options_connector_or_a_clear_error(
+        tmp_path: Path, serve: Any) -> None:
+    # before: open(..., connector=) on a rest target was dropped without a word (`tamesu test -c` sends it as every
+    # turn's options.connector), and one naming no model on a model target opened, to fail each send (InfraError)
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    bodies: list[dict[str, Any]] = []
+
+    async def chat(request: Request) -> JSONResponse:
+        bodies.append(await request.json())
+        return JSONResponse({"text": "ok"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    folder = tmp_path
+    (folder / "tamesu.yaml").write_text(f"""\
+suites: []
+targets:
+  bot: {{ type: rest, url: "{url}/chat" }}
+  llm: {{ type: model, model: bot-model }}
+models:
+  bot-model: {{ provider: fake, rules: [ {{ say: hi }} ] }}
+""")
+    with AgentSession.open("bot", project=folder, connector="gpt-x") as agent:
+        agent.send("one")
+        agent.send("two", options={"connector": "own"})  # a turn's own wins, as a JSONL turn's over -c
+    assert [body.get("options", {}).get("connector") for body in bodies] == ["gpt-x", "own"], bodies
+    with pytest.raises(ValueError, match=r"^connector nope: no model named 'nope' under models: "):
+        AgentSession.open("llm", project=folder, connector="nope")
+    with AgentSession.open("llm", project=folder, connector="bot-model") as agent:
+        assert agent.send("hello").text == "hi"
+
+
+def test_a_project_folder_that_is_not_there_is_a_clear_error(tmp_path: Path) -> None:
+    # before: the search for tamesu.yaml began at its parent, so a typo opened the project above it without a word
+    (tmp_path / "tamesu.yaml").write_text("suites: []\ntargets:\n  bot: { type: model, model: m }\n"
+                                          "models:\n  m: { provider: fake, rules: [ { say: hi } ] }\n")
+    with pytest.raises(ValueError, match=r"^project .*typo: no such folder \(project= is the folder of tamesu.yaml\)$"):
+        AgentSession.open("bot", project=tmp_path / "typo")
+    with AgentSession.open("bot", project=tmp_path) as agent:
+        assert agent.send("hello").text == "hi"

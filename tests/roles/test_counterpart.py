@@ -98,6 +98,10 @@ def test_a_counterpart_is_checked_when_the_suite_loads(tmp_path: Path, tamesu: A
   - name: misspelt
     target: buyer
     counterpart: { target: suplier, opening: hi }
+  - name: a stop_when beside it
+    target: buyer
+    counterpart: { target: supplier, opening: hi }
+    scenario: { stop_when: the buyer agrees }
 """)
     done = tamesu(["validate"], cwd=tmp_path)
     assert done.returncode != 0
@@ -106,6 +110,8 @@ def test_a_counterpart_is_checked_when_the_suite_loads(tmp_path: Path, tamesu: A
     assert "the counterpart needs an opening, or scenario.goal" in done.stdout + done.stderr
     # it validated, then the script was never sent and the run went on to max_turns
     assert "counterpart plays the user, so scenario.script would never be used" in done.stdout + done.stderr
+    # before: valid, and nothing judged it: the two agents talked on to max_turns past the condition
+    assert "tests[4]: counterpart plays the user, so scenario.stop_when would never be used" in done.stderr, done.stderr
 
 
 def delegator(role: str) -> Starlette:
@@ -375,3 +381,55 @@ tests:
         "suite.yaml:7:28: tests[0].counterpart.target: browser target web cannot play the user: a browser test "
         "needs steps (goal, expect, action), or a chat block on its target to talk to the page's chat widget",
         "1 problem found"], done.stderr
+
+
+def test_a_timeout_that_runs_out_while_the_counterpart_answers_is_no_failure_of_the_agent(
+        tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # before: the buyer answered at once, the supplier (the counterpart) took 5 s, and the run read as the agent
+    # under test's failure, "the test took longer than its timeout (1s)", fault: agent
+    async def slow(request: Request) -> JSONResponse:
+        await asyncio.sleep(5)
+        return JSONResponse({"text": "too late"})
+
+    buyer = serve(negotiator("buyer", []))
+    supplier = serve(Starlette(routes=[Route("/chat", slow, methods=["POST"])]))
+    write_suite(tmp_path, buyer.url, supplier.url, """\
+  - name: slow supplier
+    target: buyer
+    timeout: 1s
+    counterpart: { target: supplier, opening: "500 units at 12 euros" }
+    scenario: { max_turns: 3 }
+""")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    run = result(tmp_path / "out", "slow-supplier")
+    assert run["status"] == "error" and run["fault"] == "environment", run
+    assert run["error"] == ("the test's timeout (1s) ran out during the counterpart supplier's turn, not while the "
+                            "agent answered"), run["error"]
+    assert [t["agent"]["text"] for t in run["turns"]] == ["buyer reply 1"]  # the agent's one answer, in time
+
+
+def test_a_counterpart_that_hands_off_says_so_and_to_whom(tmp_path: Path, serve: Any, tamesu: Any) -> None:
+    # before: an answer with a handoff that also ends the conversation (as the example shop's does) read
+    # "ended the conversation", without `to`, while the same answer from the agent under test ends it as `handoff`
+    async def desk(request: Request) -> JSONResponse:
+        return JSONResponse({"text": "Passing you to a colleague.", "done": True, "handoff": {"queue": "support"}})
+
+    buyer = serve(negotiator("buyer", []))
+    supplier = serve(Starlette(routes=[Route("/chat", desk, methods=["POST"])]))
+    (tmp_path / "talk.tamesu.yaml").write_text(
+        "targets:\n"
+        f"  buyer: {{ type: rest, url: {buyer.url}/chat }}\n"
+        f"  supplier: {{ type: rest, url: {supplier.url}/chat, response: {{ done: $.done }},\n"
+        "              handoff: { json_path: $.handoff, to: $.handoff.queue } }\n"
+        "tests:\n"
+        "  - name: hand off\n"
+        "    target: buyer\n"
+        "    counterpart: { target: supplier, opening: hello }\n"
+        "    scenario: { max_turns: 4 }\n", encoding="utf-8")
+    done = tamesu(["run", "--out", str(tmp_path / "out")], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = result(tmp_path / "out", "hand-off")
+    assert run["end_reason"] == "simulator_stopped"
+    [last] = [e["data"] for e in run["events"] if e["name"] == "user_side" and e["data"].get("stopped")]
+    assert last == {"counterpart": "supplier", "stopped": True, "reason": "handed off", "to": "support"}, last

@@ -50,14 +50,15 @@ async def run_load(spec: LoadSpec, suite: str, tests: list[PlannedTest], folder:
     if not_run is not None:
         return report
     for index, concurrency in enumerate(spec.ramp, start=1):
-        if (why := stopped()) is not None:
-            report.stopped = why
+        if stopped() is not None:
             break
         stage_dir = folder / f"stage-{index}-x{concurrency}"
         report.stages.append(await _stage(spec, concurrency, tests, stage_dir, one_run, stopped))
-    if report.stopped is None and (why := stopped()) is not None and report.stages \
-            and report.stages[-1].duration_s < spec.hold:
-        report.stopped = f"{why} (its last stage cut after {report.stages[-1].duration_s:g}s of {spec.hold:g}s)"
+    if (why := stopped()) is not None:
+        # how far the last stage got, whether or not stages were left after it (a Ctrl-C in stage 1 of 3 too)
+        last = report.stages[-1] if report.stages else None
+        report.stopped = why if last is None or last.duration_s >= spec.hold else \
+            f"{why} (its last stage cut after {last.duration_s:g}s of {spec.hold:g}s)"
     return report
 
 

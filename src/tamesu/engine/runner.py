@@ -66,6 +66,8 @@ class RunOptions:
     cache_mode: CacheMode | None = None
     """`--no-cache` (off) or `--cache-only` (only) over the project's `cache.mode`."""
     update_golden: bool = False
+    load: bool = True
+    """A suite's `load:` stages after its tests (the pytest plug-in's items, one test's verdict each, run none)."""
 
 
 @dataclass
@@ -226,6 +228,7 @@ class Runner:
             # and the run's reports and run.json say so (the run stopped with run.json at exit 0, no reports)
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
+            await self._load(suite, tests, directory, None, None)  # no stage: it says why (every test an error)
             return [f"suite {suite.name}: {exc}"]
         context = self._suite_context(suite)
         try:
@@ -241,6 +244,7 @@ class Runner:
         except HookFailed as exc:
             for test in tests:
                 self._record(directory, self._unrun(test, "error", str(exc)), [])
+            await self._load(suite, tests, directory, None, None)  # no stage: it says why (every test an error)
             # what the before_all hooks before it set up (a container, a seeded database) is cleaned up still
             return [str(exc), *await self._after_all(suite, context)]
         models = self._models_for(suite)
@@ -391,8 +395,8 @@ class Runner:
         from tamesu.engine.load import load_finished, run_load, unreached
 
         runnable = [t for t in tests if not t.spec.skip]
-        if not runnable or suite.spec.load is None or self.halts.suite_stopped(suite.name) \
-                or self.stopping.signum is not None:
+        if not runnable or suite.spec.load is None or not self.options.load \
+                or self.halts.suite_stopped(suite.name) or self.stopping.signum is not None:
             return
         folder = directory.root / "load" / slug(suite.name)
 

@@ -4,7 +4,8 @@ The counterpart's `opening` is the first user turn; without one, the counterpart
 its answer is. Then each agent turn goes to the counterpart, and its answer is the next user turn, until the
 counterpart ends the conversation or answers nothing (`simulator_stopped`, its last `user_side` note saying
 why: `reason`, and an A2A task's `state` and `message`), the agent under test stops, or `max_turns`. A
-counterpart whose A2A task failed broke: a `counterpart_failed` event and the run an error quoting its message.
+counterpart whose A2A task failed broke: a `counterpart_failed` event and the run an error quoting its message;
+so is a run whose `timeout` ran out while the counterpart was answering (`queueing.asking` names it).
 The counterpart runs in a session of its own (its artifacts under `counterpart/`), so its card,
 transport and task events do not mix with the agent under test's; the run records one `counterpart` event
 when it opens, and a `user_side` note for each turn it wrote.
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from tamesu.conversation import AgentTurn, Exchange, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
+from tamesu.models.queueing import asking
 from tamesu.roles.simulator import UserAction, UserSimulator
 from tamesu.suite.templates import Context
 
@@ -62,22 +64,24 @@ class CounterpartUser(UserSimulator):
         """The counterpart's answer to `text`, or None when it ended the conversation or said nothing."""
         self._asked.append((self._run_session.now_ms(), math.inf))
         try:
-            answer = await self._target.send(UserTurn(text=text, source="counterpart"))
+            # the test's timeout running out now is the counterpart's time, as a simulator's call is: no failure
+            # of the agent under test, which answered
+            with asking(f"the counterpart {self._name}'s turn"):
+                answer = await self._target.send(UserTurn(text=text, source="counterpart"))
         except TurnError as exc:
             raise InfraError(f"counterpart {self._name}: {exc}") from exc
         finally:
             self._asked[-1] = (self._asked[-1][0], self._run_session.now_ms())
-        if answer.ended:
-            state = _task_state(answer) if self._target.kind == "a2a" else None
-            if state == "failed":
-                # the counterpart broke, not the agent under test: what was graded after it would test nothing
-                self._run_session.event("counterpart_failed", counterpart=self._name, state=state,
-                                        message=answer.text)
-                raise InfraError(f"counterpart {self._name}: its task failed: {answer.text or '(no message)'}")
-            self._stopped = {"reason": "ended the conversation", "state": state, "message": answer.text}
-            return None
-        if answer.handoff is not None:
+        state = _task_state(answer) if answer.ended and self._target.kind == "a2a" else None
+        if state == "failed":
+            # the counterpart broke, not the agent under test: what was graded after it would test nothing
+            self._run_session.event("counterpart_failed", counterpart=self._name, state=state, message=answer.text)
+            raise InfraError(f"counterpart {self._name}: its task failed: {answer.text or '(no message)'}")
+        if answer.handoff is not None:  # before `ended`, as an agent under test's answer with both is a handoff
             self._stopped = {"reason": "handed off", "to": answer.handoff.to}
+            return None
+        if answer.ended:
+            self._stopped = {"reason": "ended the conversation", "state": state, "message": answer.text}
             return None
         if not answer.text.strip():
             self._stopped = {"reason": "answered nothing"}

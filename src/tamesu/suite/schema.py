@@ -364,8 +364,11 @@ class TestSpec(Strict):
         if self.adaptive is not None and self.adaptive.min_runs > self.repeat:
             raise ValueError(f"adaptive.min_runs ({self.adaptive.min_runs}) is more than repeat ({self.repeat})")
         # the counterpart is the user: a script or persona beside it was never said (on to max_turns without them)
+        # (and `stop_when` is the simulator's to judge: beside a counterpart nothing would, on to max_turns)
         ignored = [name for name, there in (("scenario.script", self.scenario.script), ("persona", self.persona),
-                                            ("scenario.attack", self.scenario.attack)) if there and self.counterpart]
+                                            ("scenario.attack", self.scenario.attack),
+                                            ("scenario.stop_when", self.scenario.stop_when))
+                   if there and self.counterpart]
         if ignored:
             raise ValueError(f"counterpart plays the user, so {' and '.join(ignored)} would never be used: keep one "
                              "of them (the counterpart's first turn is its opening, or its answer to scenario.goal)")
