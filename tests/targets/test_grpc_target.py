@@ -491,7 +491,6 @@ tests:
 
 def test_a_tls_block_grpc_cannot_honour_is_a_suite_error(tmp_path: Path, tamesu) -> None:
     # `verify: false` on grpcs:// is taken (test_grpc_unverified.py): it was "not possible over gRPC"
-    (tmp_path / "ca.pem").write_text("a CA")  # there: a file that is not is a problem of its own
     (tmp_path / "suite.yaml").write_text("""name: tls
 targets:
   plain: { type: grpc, url: "grpc://127.0.0.1:9", tls: { ca_file: ca.pem } }
@@ -508,7 +507,6 @@ tests:
 
 def test_every_problem_of_a_grpc_target_is_said_at_once(tmp_path: Path, tamesu) -> None:
     # before: a wrong mode hid the tls problem of the same target (only 'mode: ... got bidi' was said)
-    (tmp_path / "c.pem").write_text("a certificate")  # there: a file that is not is a problem of its own
     (tmp_path / "suite.yaml").write_text("""name: two
 targets:
   s: { type: grpc, url: "grpcs://127.0.0.1:9", mode: bidi, tls: { cert_file: c.pem } }
@@ -551,8 +549,7 @@ tests:
     assert done.returncode == 3, done.stdout + done.stderr
     assert "ssl_transport_security" not in done.stdout + done.stderr, done.stderr
     assert "Handshake failed" not in done.stderr, done.stderr
-    # a tls: file that is not there names the target it belongs to (it said `tls.ca_file: no such file` alone),
-    # where it is written, before any run
+    # a tls: file that is not there names the target it belongs to (it said `tls.ca_file: no such file` alone)
     (tmp_path / "suite.yaml").write_text(f"""\
 targets:
   shop: {{ type: grpc, url: "grpcs://127.0.0.1:{port}", tls: {{ ca_file: nope.pem }} }}
@@ -560,8 +557,8 @@ tests:
   - {{ name: tls, target: shop, scenario: {{ script: [ {{ say: hello }} ] }} }}
 """)
     missing = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path)
-    assert missing.returncode == 2, missing.stdout + missing.stderr
-    assert ": targets.shop.tls.ca_file: no such file: nope.pem" in missing.stderr, missing.stderr
+    assert missing.returncode == 3, missing.stdout + missing.stderr
+    assert "grpc target shop: tls.ca_file: no such file: nope.pem" in missing.stdout, missing.stdout
 
 
 def test_a_tls_block_on_a_plaintext_grpc_url_is_said_at_the_url_whatever_the_block_holds(
@@ -569,7 +566,6 @@ def test_a_tls_block_on_a_plaintext_grpc_url_is_said_at_the_url_whatever_the_blo
     # before: an a2a target's grpc:// url with a tls: block validated (the block was ignored: plaintext), and a grpc
     # target's `verify: false` on a grpc:// url was said as "give the agent's CA as tls.ca_file", which then met
     # "grpc:// is plaintext"
-    (tmp_path / "ca.pem").write_text("a CA")  # there: a file that is not is a problem of its own
     (tmp_path / "suite.yaml").write_text("""name: tls
 targets:
   a2a_plain: { type: a2a, url: "grpc://127.0.0.1:9", tls: { ca_file: ca.pem } }

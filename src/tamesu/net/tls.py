@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import os
 import ssl
 import sys
@@ -23,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import StrictBool, field_validator, model_validator
+from pydantic import StrictBool, model_validator
 
 from tamesu.errors import InfraError
 from tamesu.types import HomePath, Strict
@@ -42,17 +41,6 @@ class TlsSpec(Strict):
     """The name the server's certificate must carry (and SNI), when it is not the URL's host."""
     verify: StrictBool = True
     """False: the server's certificate is not checked (a warning on every run)."""
-
-    @field_validator("ca_file", "cert_file", "key_file")
-    @classmethod
-    def _there(cls, name: str | None) -> str | None:
-        # said where it is written: a file that is not there passed validate and failed every run (exit 3). Not
-        # templated; relative to the folder tamesu runs in, as `readable` opens it (which still says one that
-        # went away before the run)
-        if name is not None and not Path(name).is_file():
-            relative = "" if Path(name).is_absolute() else " (a relative path is from the folder tamesu runs in)"
-            raise ValueError(f"no such file: {name}{relative}")
-        return name
 
     @model_validator(mode="after")
     def _pairs(self) -> TlsSpec:
@@ -147,8 +135,7 @@ class TlsError(InfraError):
 
 @functools.cache
 def _context(key: str) -> ssl.SSLContext | bool:
-    # checked when it was written: a file gone since is `readable`'s TlsError, a run's one line, not a schema error
-    spec = TlsSpec.model_construct(**json.loads(key))
+    spec = TlsSpec.model_validate_json(key)
     if not spec.verify:
         # once per distinct block and process: every run that uses it says so
         sys.stderr.write(f"warning: {VERIFY_OFF_WARNING.format(what='a tls: block with verify: false')}\n")
