@@ -147,6 +147,19 @@ def test_a_tls_file_that_does_not_exist_is_one_line(agent: str, tmp_path: Path) 
     assert "Traceback" not in output
 
 
+def test_validate_warns_of_a_tls_file_that_is_not_here_and_still_passes(tmp_path: Path) -> None:
+    # a warning, not a problem: a certificate may be mounted only for the run (a CI secret after a lint step)
+    _suite(tmp_path, "https://127.0.0.1:9", ', tls: { ca_file: nowhere.pem, cert_file: "~/no/c.pem", key_file: '
+                                           'here.key }')
+    (tmp_path / "here.key").write_text("not read by validate")
+    done = run_tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "targets.desk.tls.ca_file: no such file here: nowhere.pem (a relative path is from the folder" in output
+    assert "targets.desk.tls.cert_file: no such file here: ~/no/c.pem: a run" in output
+    assert "key_file" not in output
+
+
 def test_a_model_server_with_an_untrusted_certificate_is_one_line_and_exit_3(ca: trustme.CA,
                                                                              tmp_path: Path) -> None:
     models = OpenAIServer()

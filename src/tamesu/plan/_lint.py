@@ -19,7 +19,10 @@
   has no `addr`, since that template is the only way its free port reaches a caller; a warning beside a fixed
   `addr`, which reaches it without one (`delegated_to` names it as written);
 - a model the price table does not know, with no `price:`, under a dollar budget (a warning: its calls count
-  as $0, so the budget would never stop them).
+  as $0, so the budget would never stop them);
+- a `tls:` block's `ca_file`, `cert_file` or `key_file` that is not on this machine (a warning, not a problem:
+  a certificate is often put in place only for the run, a CI secret mounted after a lint step; a run that
+  needs it stops on one line naming it, exit 3).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tamesu.checks import Assertion
@@ -36,6 +40,7 @@ from tamesu.suite.schema import TestSpec
 from tamesu.suite.secrets import Secrets
 from tamesu.suite.templates import is_name_part, references
 from tamesu.suite.yaml_reader import Document
+from tamesu.types import expand_home
 
 if TYPE_CHECKING:
     from tamesu.plan.model import LoadedSuite
@@ -281,3 +286,38 @@ def remote_names(suite: LoadedSuite, doc: Document, problems: list[Problem]) -> 
             warnings.append(doc.problem(("remote_agents", name), f"{said}; its fixed addr reaches it, but no "
                                         "template can give its URL, card or grpc address", key=True))
     return warnings
+
+
+_TLS_FILES = ("ca_file", "cert_file", "key_file")
+
+
+def missing_tls_files(suite: LoadedSuite) -> list[Problem]:
+    """Every `tls:` block of the suite and of its project (targets, models, remote agents, hooks, checks) whose
+    files are not here; a templated path is left to the run."""
+    warnings = []
+    for doc in (suite.project.doc, suite.doc):
+        if doc is None:
+            continue
+        for loc, block in _tls_blocks(doc.data, ()):
+            for key in _TLS_FILES:
+                name = block.get(key)
+                if isinstance(name, str) and "{{" not in name and not Path(expand_home(name)).is_file():
+                    relative = "" if Path(expand_home(name)).is_absolute() else \
+                        " (a relative path is from the folder tamesu runs in)"
+                    warnings.append(doc.problem((*loc, key), f"no such file here: {name}{relative}: a run "
+                                                             "that uses it stops unless it is there by then"))
+    return warnings
+
+
+def _tls_blocks(data: object, loc: Loc) -> list[tuple[Loc, dict[str, Any]]]:
+    if isinstance(data, list):
+        return [found for index, item in enumerate(data) for found in _tls_blocks(item, (*loc, index))]
+    if not isinstance(data, dict):
+        return []
+    found: list[tuple[Loc, dict[str, Any]]] = []
+    for key, value in data.items():
+        if key == "tls" and isinstance(value, dict):
+            found.append(((*loc, key), value))
+        else:
+            found.extend(_tls_blocks(value, (*loc, key)))
+    return found

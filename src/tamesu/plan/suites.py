@@ -203,6 +203,7 @@ def _load_suite(
     warnings.extend(_lint.remote_tokens(suite, doc, secrets, problems))
     warnings.extend(_lint.remote_names(suite, doc, problems))
     warnings.extend(_lint.unpriced_models(suite))
+    warnings.extend(_lint.missing_tls_files(suite))
     warnings.extend(model_secret_warnings(doc, secrets))
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
 

@@ -17,6 +17,7 @@ from tamesu.models.spec import BudgetSpec, CacheSpec, ModelMap
 from tamesu.packs import PackSpec
 from tamesu.suite.audio_names import NOISES
 from tamesu.suite.caller_packs import PACKS, expand
+from tamesu.suite.connect_spec import ConnectSpec
 from tamesu.suite.fuzz import FuzzSpec
 from tamesu.suite.hooks_spec import HookSpec, HooksSpec, HttpRequestSpec
 from tamesu.suite.load_spec import LoadSpec
@@ -26,18 +27,8 @@ from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec, checked_trace_url
 from tamesu.types import Duration, Finite, HomePath, StoreSetting, Strict, parse_duration
 
-__all__ = ["Duration", "HookSpec", "HooksSpec", "HttpRequestSpec", "Strict", "TraceQuerySpec", "TracesSpec",
-           "parse_duration"]
-
-class ConnectSpec(Strict):
-    """How a request that never reached the agent is retried."""
-
-    attempts: int = Field(3, ge=1, le=100)
-    """How many times a request that never reached the agent (refused, reset, DNS) is sent in all."""
-    backoff: Duration = 0.5
-    """The pause before the first resend; it doubles for each one after."""
-    timeout: Duration = 10.0
-    """How long connecting may take before the attempt counts as failed."""
+__all__ = ["ConnectSpec", "Duration", "HookSpec", "HooksSpec", "HttpRequestSpec", "Strict", "TraceQuerySpec",
+           "TracesSpec", "parse_duration"]
 
 
 class NoiseSpec(Strict):
