@@ -20,11 +20,17 @@ EXAMPLE = ROOT / "examples" / "rest-shop"
 
 
 @contextmanager
-def example_shop(folder: Path) -> Iterator[tuple[Path, str]]:
-    """(the copied example folder, the agent's URL); the agent stops when the block ends."""
+def example_shop(folder: Path, agent_says: dict[str, str] | None = None) -> Iterator[tuple[Path, str]]:
+    """(the copied example folder, the agent's URL); the agent stops when the block ends. `agent_says`: text of
+    the copied agent.py replaced before it starts (`{'"shipped"': '"in transit"'}`: an agent gone wrong)."""
     copy = folder / "rest-shop"
     # its suite and project file only: never the runs someone left in the example folder
     shutil.copytree(EXAMPLE, copy, ignore=shutil.ignore_patterns("tamesu-runs", "__pycache__", ".tamesu"))
+    source = (copy / "agent.py").read_text(encoding="utf-8")
+    for old, new in (agent_says or {}).items():
+        assert old in source, old
+        source = source.replace(old, new)
+    (copy / "agent.py").write_text(source, encoding="utf-8")
     agent = subprocess.Popen(tied([sys.executable, str(copy / "agent.py"), "--port", "0"]),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

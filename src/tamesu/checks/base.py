@@ -63,9 +63,13 @@ class RunView:
     """Masks secrets in anything a check writes to disk (golden files)."""
     spans: list[Span] | None = None
     """The agent's own spans matched to this run (`traces:`), each with its turn; None without `traces:`."""
+    turn_labelled: bool = False
+    """Seen through `on_turn: N` for a check whose failure is said beside its turn (`json_path (turn 1): ...`):
+    its reason need not name the turn again."""
 
-    def scoped(self, on_turn: int | str | None) -> RunView:
-        """The same run seen through one agent turn (1-based, or `last`)."""
+    def scoped(self, on_turn: int | str | None, labelled: bool = False) -> RunView:
+        """The same run seen through one agent turn (1-based, or `last`); `labelled`: the check's failure is said
+        with `on_turn` beside it, which names the turn unless it is `last`."""
         if on_turn is None:
             return self
         if not self.exchanges:
@@ -90,6 +94,7 @@ class RunView:
             update_golden=self.update_golden,
             redactor=self.redactor,
             spans=None if self.spans is None else [s for s in self.spans if s.turn in indexes],
+            turn_labelled=labelled and on_turn != "last",
         )
 
     def agent_text(self) -> str:

@@ -118,20 +118,24 @@ def judge(spec: PathSpec, path_text: str, nodes: list[Any], expected: dict[str, 
     return Verdict(passed=True, reason=f"{path_text} is {shown(value)} in {where}")
 
 
-def locate(path: Path, exchanges: list[Exchange]) -> tuple[list[object], str] | None:
-    """The nodes of the turn the module docstring's rule picks, and a name for where they came from."""
+def locate(path: Path, exchanges: list[Exchange], turn_labelled: bool = False) -> tuple[list[object], str] | None:
+    """The nodes of the turn the module docstring's rule picks, and a name for where they came from (the turn
+    left out when the failure's label names it: `json_path (turn 1): $.status in the response: ...`)."""
+    def named(what: str, exchange: Exchange) -> str:
+        return what if turn_labelled else f"{what} of turn {exchange.index}"
+
     for exchange in reversed(exchanges):
         nodes = find(path, exchange.agent.response)
         if nodes:
-            return nodes, f"turn {exchange.index}"
+            return nodes, "the response" if turn_labelled else f"turn {exchange.index}"
     for exchange in reversed(exchanges):
         nodes = find(path, exchange.agent.raw) if exchange.agent.raw else []
         if nodes:
-            return nodes, f"the raw events of turn {exchange.index}"
+            return nodes, named("the raw events", exchange)
     for exchange in reversed(exchanges):
         nodes = find(path, text_document(exchange.agent.text)) if exchange.agent.text else []
         if nodes:
-            return nodes, f"the text of turn {exchange.index}"
+            return nodes, named("the text", exchange)
     return None
 
 
@@ -161,7 +165,7 @@ class JsonPath(Check[PathSpec]):
             path = compile_path(path_text)
         except ValueError as exc:  # valid as written (the plan checked it), not once a template was filled in
             raise SuiteProblem(f"the path once filled in is not one: {exc}") from None
-        found = locate(path, run.exchanges)
+        found = locate(path, run.exchanges, run.turn_labelled)
         if found is None:
             verdict = judge(self.spec, path_text, [], expected, _searched(run.exchanges))
             last = next((e.agent.response for e in reversed(run.exchanges) if e.agent.response is not None), None)

@@ -204,8 +204,9 @@ class SimilarTo(Check[SimilarSpec]):
         if score >= self.spec.min:
             return Verdict(passed=True, score=score, evidence=[text],
                            reason=f"turn {index} is {score:.2f} similar to {shown(expected)} ({how})")
-        # one turn is "turn 1", not "turn (1)"
-        closest = f"the closest turn ({index})" if len(turns) > 1 else f"turn {index}"
+        # one turn is "turn 1", not "turn (1)"; "the answer" when the failure's label names the turn
+        closest = f"the closest turn ({index})" if len(turns) > 1 else \
+            "the answer" if run.turn_labelled else f"turn {index}"
         return Verdict(passed=False, score=score, evidence=[text],
                        reason=f"expected the agent to say something like {shown(expected)}; {closest} "
                        f"is only {score:.2f} similar ({how}): {quote(text, 120)}")

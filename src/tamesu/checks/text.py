@@ -77,6 +77,7 @@ class _Transcript:
     def __init__(self, run: RunView, speech: bool = True) -> None:
         self.text = run.agent_text()
         self.turn_count = len(run.exchanges)
+        self.turn_labelled = run.turn_labelled
         self.turns = [e.agent.text for e in run.exchanges if e.agent.text]
         self.refusals = [f"HTTP {e.agent.status} on turn {e.index}" for e in run.exchanges
                          if e.agent.status is not None and e.agent.status >= 400]
@@ -121,6 +122,8 @@ class _Transcript:
         return _Hit(turn, snippet.strip())
 
     def where(self, hit: _Hit) -> str:
+        if self.turn_labelled:
+            return "the answer"  # `not_contains (turn 2): ...; the answer said: ...`: the label names the turn
         return f"turn {hit.turn}" if hit.turn is not None else "the transcript"
 
     def missing(self, what: str) -> str:

@@ -23,12 +23,12 @@ def _last_text(run: RunView) -> tuple[str, str]:
     if not run.exchanges:
         return "", "no agent turn"
     last = run.exchanges[-1]
-    return last.agent.text, f"turn {last.index}"
+    return last.agent.text, "the answer" if run.turn_labelled else f"turn {last.index}"
 
 
 def _located(path_text: str, run: RunView) -> tuple[list[object], str] | None:
     """The values of a JSONPath where `json_path` reads them (a response, the raw events, a text of JSON)."""
-    return locate(compile_path(path_text), run.exchanges)
+    return locate(compile_path(path_text), run.exchanges, run.turn_labelled)
 
 
 def _valid_path(value: str | None) -> str | None:

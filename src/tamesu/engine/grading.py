@@ -110,7 +110,7 @@ async def grade(
                                                  f"{turns} turn{'' if turns == 1 else 's'})"))
             continue
         try:
-            verdict = await assertion.check.evaluate(view.scoped(assertion.on_turn))
+            verdict = await assertion.check.evaluate(view.scoped(assertion.on_turn, labelled=True))
         except TemplateError as exc:
             graded.append(AssertionResult(name=assertion.label, passed=False, reason=str(exc),
                                           on_turn=assertion.on_turn))

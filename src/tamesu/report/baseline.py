@@ -7,6 +7,8 @@ which already fails the run.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, Field
 
 from tamesu.report.load import LoadedRun, mean_metrics
@@ -109,8 +111,8 @@ def _metric_changes(test_id: str, old: TestResult, new: TestResult, tolerance: f
     changes = []
     for name in sorted(before.keys() & now.keys()):
         a, b = before[name], now[name]
-        if a == b or (name.endswith("_max") and name[:-4] in before):
-            continue  # a distribution's `_max` is its plain name's value: said once
+        if a == b or _folded(name, before, now):
+            continue  # the plain name's line says it
         if name.endswith(_TIMED) and abs(b - a) < MIN_MS:
             continue  # a few milliseconds of a fast agent's jitter is no change (1.9 ms -> 7.3 ms read +283%)
         if a == 0:
@@ -118,6 +120,20 @@ def _metric_changes(test_id: str, old: TestResult, new: TestResult, tolerance: f
         elif abs(b - a) > tolerance * abs(a):
             changes.append(MetricChange(id=test_id, metric=name, before=a, now=b, change=(b - a) / abs(a)))
     return changes
+
+
+_FIGURE = re.compile(r"^(?P<base>.+)_(?:p\d{1,2}(?:\.\d+)?|max|min|mean)$")
+_ROUNDED = 1e-3
+"""result.json rounds a distribution's percentiles to 3 decimals, and not its plain name (the worst turn)."""
+
+
+def _folded(name: str, before: dict[str, float], now: dict[str, float]) -> bool:
+    """A figure of a distribution (`_p50`, `_p95`, `_max`...) that equals its plain name in both runs: one turn's
+    latency is its own p50, p95 and max, and four lines of one move say it once."""
+    match = _FIGURE.match(name)
+    base = match.group("base") if match else None
+    return base is not None and base in before and base in now and \
+        abs(before[name] - before[base]) <= _ROUNDED and abs(now[name] - now[base]) <= _ROUNDED
 
 
 def describe_change(change: MetricChange) -> str:
