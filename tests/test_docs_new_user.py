@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from agents.voice import needs_voice
 from conftest import run_tamesu
 from example_shop import example_shop
 from tamesu.cli.scaffold import IGNORED
@@ -131,6 +132,25 @@ def test_the_persona_keys_say_where_voices_and_noises_are_named_as_the_code_does
     assert "tests[0].persona.voice: no voice 'en-XX-nobody' is installed (installed: " in done.stderr, done.stderr
     assert "one not installed is a suite error that lists those that are" in voice
 
+
+@needs_voice
+def test_the_persona_voice_default_is_said_where_a_user_looks_as_the_code_picks_it() -> None:
+    # without persona.voice the user speaks with a voice no page named (the key's row said no default)
+    import sys
+
+    sys.path.insert(0, str(DOCS.parent / "scripts"))
+    import docs_gen  # scripts/ is no package
+
+    from tamesu.audio import voices
+
+    picked = voices.default()
+    assert picked is not None
+    rows = {row.split(" | ")[0].strip("| `"): row for row in
+            docs_gen.model_table("tamesu.suite.schema:Persona").splitlines()}
+    assert f"default Piper's shipped `{picked.name}`" in rows["voice"], rows["voice"]
+    page = " ".join(DOCS.joinpath("personas.md").read_text(encoding="utf-8").split())
+    assert f"Without `persona.voice` (or without a persona) the user speaks with Piper's shipped `{picked.name}`" \
+        in page
 
 def test_the_repeats_pages_runs_to_a_decision_are_the_stopping_rules() -> None:
     # the page said a clearly good agent costs "a handful of runs": a flawless one at threshold 0.8 made 26
