@@ -1,14 +1,18 @@
 """The pages a new user reads first, held to what the code does: getting started's first suite runs against the
 example it names as the page says; the store page's `.gitignore` advice is the lines `tamesu init` writes (it said
 to ignore `.tamesu/` whole, which keeps out the schemas the suites' first lines point editors at and the replay
-cache CI replays); the run folders the concepts page names are the ones a run makes; the repeats page's
+cache CI replays); the run folders the concepts page names are the ones a run makes, the run's own folder named
+as it says; the repeats page's
 persona-facts examples are read by the audit as it says; the plug-in page names the file its demo report writes and the
-keys `TargetSpec` brings; the persona keys' table names the noises and where the installed voices are listed."""
+keys `TargetSpec` brings; the persona keys' table names the noises, where the installed voices are listed and the
+voice spoken without one."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import pytest
 
 from agents.voice import needs_voice
 from conftest import run_tamesu
@@ -151,6 +155,30 @@ def test_the_persona_voice_default_is_said_where_a_user_looks_as_the_code_picks_
     page = " ".join(DOCS.joinpath("personas.md").read_text(encoding="utf-8").split())
     assert f"Without `persona.voice` (or without a persona) the user speaks with Piper's shipped `{picked.name}`" \
         in page
+
+def test_the_run_folders_name_is_the_one_concepts_shows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the page said `tamesu-runs/<stamp>/` and never what a stamp is: local or UTC, how precise, what follows it
+    import datetime as dt
+    import time
+
+    from tamesu.results.rundir import new_run_dir
+
+    text = " ".join(DOCS.joinpath("concepts.md").read_text(encoding="utf-8").split("## What a run leaves behind",
+                                                                                     1)[1].split())
+    shown = re.search(r"in the machine's local time to the millisecond, then four random hex digits: `([^`]+)`", text)
+    assert shown, "concepts.md says what a run folder's name is"
+    monkeypatch.setenv("TZ", "Etc/GMT-9")  # nine hours ahead of UTC: local time is not UTC's here
+    time.tzset()
+    try:
+        before = dt.datetime.now()
+        made = new_run_dir(tmp_path).name
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert re.fullmatch(r"\d{8}-\d{6}-\d{3}-[0-9a-f]{4}", made) and re.fullmatch(r"\d{8}-\d{6}-\d{3}-[0-9a-f]{4}",
+                                                                                  shown.group(1)), (made, shown)
+    started = dt.datetime.strptime(made[:19], "%Y%m%d-%H%M%S-%f")
+    assert abs((started - before).total_seconds()) < 5, (made, before)  # local time, as the page says
 
 def test_the_repeats_pages_runs_to_a_decision_are_the_stopping_rules() -> None:
     # the page said a clearly good agent costs "a handful of runs": a flawless one at threshold 0.8 made 26
