@@ -83,8 +83,8 @@ class BrowserSpec(TargetSpec):
     url: str
     """The page the browser opens at the start of each run; templates allowed."""
     engine: str = "chromium"
-    """The browser: `chromium` (Debian's, or Playwright's); `firefox` and `webkit` need Playwright's browser
-    download."""
+    """The browser: `chromium` (Debian's, or Playwright's), the only engine this version drives (`firefox` and
+    `webkit` are refused, a browser downloaded for them too)."""
     viewport: Viewport = Field(default_factory=Viewport)
     """The page's size in CSS pixels."""
     locale: str | None = None
@@ -123,7 +123,7 @@ class BrowserSpec(TargetSpec):
     def _known_engine(cls, engine: str) -> str:
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r} is not available: this version drives chromium only "
-                             "(Debian's /usr/bin/chromium; firefox and webkit need a browser download)")
+                             "(Debian's /usr/bin/chromium, or Playwright's)")
         return engine
 
     @field_validator("url")
