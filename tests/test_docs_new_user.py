@@ -5,10 +5,11 @@ cache CI replays); the run folders the concepts page names are the ones a run ma
 as it says; the repeats page's
 persona-facts examples are read by the audit as it says; the plug-in page names the file its demo report writes and the
 keys `TargetSpec` brings; the persona keys' table names the noises, where the installed voices are listed and the
-voice spoken without one."""
+voice spoken without one; a persona nothing ends stops at `max_turns` as the models page says."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -179,6 +180,34 @@ def test_the_run_folders_name_is_the_one_concepts_shows(tmp_path: Path, monkeypa
                                                                                   shown.group(1)), (made, shown)
     started = dt.datetime.strptime(made[:19], "%Y%m%d-%H%M%S-%f")
     assert abs((started - before).total_seconds()) < 5, (made, before)  # local time, as the page says
+
+_ENDLESS = """
+models:
+  simulator: { provider: fake, rules: [ { when: ".", say: "Tell me more" } ] }
+targets:
+  shop: { type: rest, url: "{{env.SHOP_URL}}/chat", response: { text: $.reply } }
+tests:
+  - name: never done
+    target: shop
+    persona: { name: Dana }
+    scenario: { goal: "Hear every order there is" }
+"""
+
+
+def test_a_persona_that_never_reaches_its_goal_ends_at_max_turns_as_models_md_says(tmp_path: Path) -> None:
+    # what a persona test does when nothing ends it (no goal reached, no stop) was said nowhere: it ends at
+    # max_turns, 10 by default, and passes unless an assertion says otherwise
+    text = " ".join(DOCS.joinpath("models.md").read_text(encoding="utf-8").split())
+    assert ("Without any of them the conversation ends at `scenario.max_turns` (default 10; `end_reason: max_turns` "
+            "in `result.json`") in text
+    assert "reaching it fails nothing by itself" in text
+    with example_shop(tmp_path) as (_folder, url):
+        (tmp_path / "suite.yaml").write_text(_ENDLESS, encoding="utf-8")
+        done = run_tamesu(["run", "suite.yaml", "--out", "out"], tmp_path,
+                          env={"SHOP_URL": url, "TAMESU_STORE": "off"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(next((tmp_path / "out").glob("*/suite/never-done/run-1/result.json")).read_text())
+    assert (result["status"], result["end_reason"], len(result["turns"])) == ("passed", "max_turns", 10)
 
 def test_the_repeats_pages_runs_to_a_decision_are_the_stopping_rules() -> None:
     # the page said a clearly good agent costs "a handful of runs": a flawless one at threshold 0.8 made 26
