@@ -108,7 +108,7 @@ class BrowserSpec(TargetSpec):
     """How long the first page may take to load before the run is an infrastructure error."""
     step_timeout: Duration = 5.0
     """How long an action waits for its element (a selector that matches nothing fails after this)."""
-    turn_timeout: Duration = 60.0
+    turn_timeout: Duration = Field(60.0, gt=0)
     """How long a chat turn (`chat:`) waits for the agent's answer in the page before it fails."""
     trace: bool = True
     """Record a Playwright trace (`trace.zip`) and a HAR (`network.har`) of every run."""
