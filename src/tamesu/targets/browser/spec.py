@@ -104,9 +104,9 @@ class BrowserSpec(TargetSpec):
     chat: ChatSpec | None = None
     """The page's chat widget as a conversational target (`input`, `messages`...); without it, the test's `steps`
     drive the page."""
-    load_timeout: Duration = 30.0
+    load_timeout: Duration = Field(30.0, gt=0)
     """How long the first page may take to load before the run is an infrastructure error."""
-    step_timeout: Duration = 5.0
+    step_timeout: Duration = Field(5.0, gt=0)
     """How long an action waits for its element (a selector that matches nothing fails after this)."""
     turn_timeout: Duration = Field(60.0, gt=0)
     """How long a chat turn (`chat:`) waits for the agent's answer in the page before it fails."""
@@ -196,7 +196,7 @@ class ActionStep(Strict):
     frame: str | None = None
     """A CSS selector of the iframe the step works in (`iframe[title='Payment']`), as `chat.frame`: its `selector`,
     `text` or `script` is looked for in that iframe's document (from any origin)."""
-    timeout: Duration | None = None
+    timeout: Duration | None = Field(None, gt=0)
     """Overrides the target's `step_timeout` for this step."""
     ms: int | None = Field(None, ge=0, le=600_000)
     """wait: a fixed pause (only when no selector, text or url is waited for)."""
