@@ -90,3 +90,5 @@ def test_report_and_out_help_say_their_defaults_as_the_commands_take_them() -> N
         assert "tamesu.yaml's report" in helps(name)["--report"] and "html" in helps(name)["--report"], name
     assert "tamesu.yaml's out" in helps("merge")["--out"]
     assert "tamesu.yaml's report" in helps("merge")["--report"] and "none" in helps("merge")["--report"]
+    # `init`'s one argument said nowhere where it writes without one
+    assert "DIRECTORY (default: the current folder)" in (commands["init"].help or "")

@@ -219,7 +219,7 @@ def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, 
 @main.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
 def init(directory: str) -> None:
-    """Write a tamesu.yaml and a first suite that validates."""
+    """Write a tamesu.yaml and a first suite that validates, in DIRECTORY (default: the current folder)."""
     from tamesu.cli.scaffold import ignore_what_runs_leave, write_scaffold
     from tamesu.cli.schema_export import left_out_lines
 
