@@ -1,15 +1,21 @@
 """The pages a new user reads first, held to what the code does: getting started's first suite runs against the
 example it names as the page says; the store page's `.gitignore` advice is the lines `tamesu init` writes (it said
 to ignore `.tamesu/` whole, which keeps out the schemas the suites' first lines point editors at and the replay
-cache CI replays); the run folders the concepts page names are the ones a run makes; the repeats page's
+cache CI replays); the run folders the concepts page names are the ones a run makes, the run's own folder named
+as it says; the repeats page's
 persona-facts examples are read by the audit as it says; the plug-in page names the file its demo report writes and the
-keys `TargetSpec` brings; the persona keys' table names the noises and where the installed voices are listed."""
+keys `TargetSpec` brings; the persona keys' table names the noises, where the installed voices are listed and the
+voice spoken without one; a persona nothing ends stops at `max_turns` as the models page says."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import pytest
+
+from agents.voice import needs_voice
 from conftest import run_tamesu
 from example_shop import example_shop
 from tamesu.cli.scaffold import IGNORED
@@ -131,6 +137,77 @@ def test_the_persona_keys_say_where_voices_and_noises_are_named_as_the_code_does
     assert "tests[0].persona.voice: no voice 'en-XX-nobody' is installed (installed: " in done.stderr, done.stderr
     assert "one not installed is a suite error that lists those that are" in voice
 
+
+@needs_voice
+def test_the_persona_voice_default_is_said_where_a_user_looks_as_the_code_picks_it() -> None:
+    # without persona.voice the user speaks with a voice no page named (the key's row said no default)
+    import sys
+
+    sys.path.insert(0, str(DOCS.parent / "scripts"))
+    import docs_gen  # scripts/ is no package
+
+    from tamesu.audio import voices
+
+    picked = voices.default()
+    assert picked is not None
+    rows = {row.split(" | ")[0].strip("| `"): row for row in
+            docs_gen.model_table("tamesu.suite.schema:Persona").splitlines()}
+    assert f"default Piper's shipped `{picked.name}`" in rows["voice"], rows["voice"]
+    page = " ".join(DOCS.joinpath("personas.md").read_text(encoding="utf-8").split())
+    assert f"Without `persona.voice` (or without a persona) the user speaks with Piper's shipped `{picked.name}`" \
+        in page
+
+def test_the_run_folders_name_is_the_one_concepts_shows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the page said `tamesu-runs/<stamp>/` and never what a stamp is: local or UTC, how precise, what follows it
+    import datetime as dt
+    import time
+
+    from tamesu.results.rundir import new_run_dir
+
+    text = " ".join(DOCS.joinpath("concepts.md").read_text(encoding="utf-8").split("## What a run leaves behind",
+                                                                                     1)[1].split())
+    shown = re.search(r"in the machine's local time to the millisecond, then four random hex digits: `([^`]+)`", text)
+    assert shown, "concepts.md says what a run folder's name is"
+    monkeypatch.setenv("TZ", "Etc/GMT-9")  # nine hours ahead of UTC: local time is not UTC's here
+    time.tzset()
+    try:
+        before = dt.datetime.now()
+        made = new_run_dir(tmp_path).name
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert re.fullmatch(r"\d{8}-\d{6}-\d{3}-[0-9a-f]{4}", made) and re.fullmatch(r"\d{8}-\d{6}-\d{3}-[0-9a-f]{4}",
+                                                                                  shown.group(1)), (made, shown)
+    started = dt.datetime.strptime(made[:19], "%Y%m%d-%H%M%S-%f")
+    assert abs((started - before).total_seconds()) < 5, (made, before)  # local time, as the page says
+
+_ENDLESS = """
+models:
+  simulator: { provider: fake, rules: [ { when: ".", say: "Tell me more" } ] }
+targets:
+  shop: { type: rest, url: "{{env.SHOP_URL}}/chat", response: { text: $.reply } }
+tests:
+  - name: never done
+    target: shop
+    persona: { name: Dana }
+    scenario: { goal: "Hear every order there is" }
+"""
+
+
+def test_a_persona_that_never_reaches_its_goal_ends_at_max_turns_as_models_md_says(tmp_path: Path) -> None:
+    # what a persona test does when nothing ends it (no goal reached, no stop) was said nowhere: it ends at
+    # max_turns, 10 by default, and passes unless an assertion says otherwise
+    text = " ".join(DOCS.joinpath("models.md").read_text(encoding="utf-8").split())
+    assert ("Without any of them the conversation ends at `scenario.max_turns` (default 10; `end_reason: max_turns` "
+            "in `result.json`") in text
+    assert "reaching it fails nothing by itself" in text
+    with example_shop(tmp_path) as (_folder, url):
+        (tmp_path / "suite.yaml").write_text(_ENDLESS, encoding="utf-8")
+        done = run_tamesu(["run", "suite.yaml", "--out", "out"], tmp_path,
+                          env={"SHOP_URL": url, "TAMESU_STORE": "off"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(next((tmp_path / "out").glob("*/suite/never-done/run-1/result.json")).read_text())
+    assert (result["status"], result["end_reason"], len(result["turns"])) == ("passed", "max_turns", 10)
 
 def test_the_repeats_pages_runs_to_a_decision_are_the_stopping_rules() -> None:
     # the page said a clearly good agent costs "a handful of runs": a flawless one at threshold 0.8 made 26

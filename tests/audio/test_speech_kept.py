@@ -52,14 +52,17 @@ def test_a_line_said_again_in_a_run_is_not_synthesised_again(realtime_agent: str
     done = tamesu(["run", "suite.yaml", "--out", "out", "--parallel", "1"], cwd=tmp_path,
                   env={"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}, timeout=220)
     assert done.returncode == 0, done.stdout + done.stderr
-    made = {}
+    made, voices = {}, set()
     for path in (tmp_path / "out").glob("*/*/*/run-*/result.json"):
         result = json.loads(path.read_text())
         audio = next(e["data"] for e in result["events"] if e["name"] == "audio")
         made[(result["test"], result["run"])] = (audio["synthesised"], audio["synthesis_reused"])
+        voices.add((result["test"], audio["voice"]))
     # each test's line made by its first run, and its second run's had from it
     assert made == {("espeak", 1): (1, 0), ("espeak", 2): (0, 1), ("piper", 1): (1, 0), ("piper", 2): (0, 1)}, made
     assert len(log.read_text().splitlines()) == 1, log.read_text()  # espeak-ng ran once for its two runs
+    # the voice spoken with, the default one too (the event said null for it)
+    assert voices == {("espeak", "espeak:en-us"), ("piper", "en_US-joe-medium")}, voices
 
 
 def _clip(seconds: float, value: int = 1) -> Clip:

@@ -428,3 +428,35 @@ tests:
     detail = json.loads((run_dir(tmp_path / "out") / line["runs"][0]["dir"] / "result.json").read_text())
     [fallback] = [e["data"] for e in detail["events"] if e["name"] == "model_fallback"]
     assert (fallback["model"], fallback["fallback"]) == ("openai:primary", "openai:test-model")
+
+
+def test_a_simulator_with_no_key_or_no_server_is_one_line_and_exit_3(tmp_path: Path, tamesu, agent_url: str) -> None:
+    # reliability.md's rows for a first persona run without a model: what `validate`, `run` and `doctor` say
+    suite = f"""\
+targets:
+  desk: {{ type: rest, url: "{agent_url}/chat" }}
+tests:
+  - name: refund
+    target: desk
+    persona: {{ name: Marta }}
+    scenario: {{ goal: "Get a refund for order ORD-1001" }}
+"""
+    no_key = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+    local = f"{{ provider: openai, model: llama3.1, base_url: 'http://127.0.0.1:{refused_port()}/v1' }}"
+    for name, model, line in (
+            ("cloud", "openai:gpt-4o-mini", "! simulator: openai: no API key (set OPENAI_API_KEY or models.X.api_key)"),
+            ("local", local, "! simulator: openai:llama3.1: cannot reach http://127.0.0.1:")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "tamesu.yaml").write_text(f"suites: ['suite.yaml']\nstore: false\nmodels:\n  simulator: {model}\n")
+        (folder / "suite.yaml").write_text(suite)
+        validated = tamesu(["validate"], cwd=folder, env=no_key)
+        assert validated.returncode == 0, validated.stdout + validated.stderr  # no key is read before a run
+        done = tamesu(["run", "--out", "out", "--color", "never"], cwd=folder, env=no_key)
+        assert done.returncode == 3, done.stdout + done.stderr
+        said = [text.strip() for text in done.stdout.splitlines() if text.strip().startswith("! ")]
+        assert len(said) == 1 and said[0].startswith(line), done.stdout
+        assert "Traceback" not in done.stdout + done.stderr
+        doctor = tamesu(["doctor"], cwd=folder, env=no_key)
+        assert doctor.returncode == 3, doctor.stdout + doctor.stderr
+        assert any(text.startswith("FAIL  models.simulator") for text in doctor.stdout.splitlines()), doctor.stdout

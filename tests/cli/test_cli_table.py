@@ -74,3 +74,21 @@ def test_run_help_names_the_project_file_defaults_it_follows() -> None:
     assert "parallel" in helps["--parallel"] and "tamesu.yaml" in helps["--parallel"]
     assert "out" in helps["--out"] and "tamesu.yaml" in helps["--out"]
     assert "report.tolerance" in helps["--tolerance"]
+
+
+def test_report_and_out_help_say_their_defaults_as_the_commands_take_them() -> None:
+    """Before: `run --report` and `test --report` said no default (the HTML report in the run folder, or
+    tamesu.yaml's `report:`), and `merge --out` said "(default tamesu-runs)" while it takes tamesu.yaml's `out`
+    as `run --out` does; `merge --report` said "as for `run`", whose default HTML report a merge never writes."""
+    commands = _commands()
+
+    def helps(name: str) -> dict[str, str]:
+        return {max(parameter.opts, key=len): parameter.help or "" for parameter in commands[name].params
+                if isinstance(parameter, click.Option)}
+
+    for name in ("run", "test"):
+        assert "tamesu.yaml's report" in helps(name)["--report"] and "html" in helps(name)["--report"], name
+    assert "tamesu.yaml's out" in helps("merge")["--out"]
+    assert "tamesu.yaml's report" in helps("merge")["--report"] and "none" in helps("merge")["--report"]
+    # `init`'s one argument said nowhere where it writes without one
+    assert "DIRECTORY (default: the current folder)" in (commands["init"].help or "")

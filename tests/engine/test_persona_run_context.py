@@ -74,4 +74,6 @@ def test_a_yaml_persona_is_shown_the_turn_count_and_the_tool_results(
     asks = [event["data"] for event in result["events"] if event["name"] == "simulator"]
     assert [(ask["prompt"], ask["stop"]) for ask in asks] == [
         ("simulator.v2", None), ("simulator.v2", None), ("simulator.v2", "goal_achieved")]
+    # which model played the user, as a judge's verdict names its model (it was recorded nowhere)
+    assert {ask["model"] for ask in asks} == {"openai:gpt-4o-mini"}, asks
     assert result["end_reason"] == "goal_achieved"

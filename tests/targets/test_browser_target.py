@@ -244,7 +244,8 @@ targets:
   shop: { type: browser, url: "http://127.0.0.1:1/", engine: firefox }
 tests:
   - { name: t, target: shop, steps: [{ action: wait, ms: 1 }] }
-""", "suite.yaml:3:62: targets.shop.engine: engine 'firefox' is not available: this version drives chromium only"),
+""", "suite.yaml:3:62: targets.shop.engine: engine 'firefox' is not available: this version drives chromium only "
+        "(Debian's /usr/bin/chromium, or Playwright's)\n"),
     ("""
 targets:
   shop: { type: browser, url: "http://127.0.0.1:1/" }

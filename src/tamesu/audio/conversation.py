@@ -443,13 +443,18 @@ class AudioConversation:
         await self._hearing.done()
         result = await asyncio.to_thread(audio_metrics.compute, user, agent, self.turns)
         self.session.event("audio", file=WAV_NAME, seconds=round(self.recorder.length() / self.recorder.rate, 3),
-                           voice=self.voice_name, barge_ins=self.barge_ins,
+                           voice=self._voice_said(), barge_ins=self.barge_ins,
                            late_frame_ms_max=round(self.pacer.late_ms_max, 1), synthesised=self._tally.made,
                            synthesis_reused=self._tally.reused, **paced, **self._hearing.counts())
         result.update({k: v for k, v in paced.items() if k != "frames_sent"})
         for name, value in result.items():
             self.session.counters[name] = value
         return result
+
+    def _voice_said(self) -> str | None:
+        """The voice the user spoke with: the persona's, or the default one (the event said null for it, while
+        the turns named it); the persona's name when it said nothing."""
+        return next((turn.voice for turn in self.turns if turn.voice), self.voice_name)
 
 
 BARGE_IN_LATE_MS = 250.0

@@ -44,7 +44,7 @@ class CommandSpec(Strict):
     contains: str | list[str] | None = None
     not_contains: str | list[str] | None = None
     matches: str | None = None
-    timeout: Duration | None = None
+    timeout: Duration | None = Field(None, gt=0)
     """Default: the run's command timeout (60s)."""
     env: dict[str, EnvValue] = Field(default_factory=dict)
 

@@ -49,7 +49,7 @@ class HttpSpec(Strict):
     headers: HttpHeaders = Field(default_factory=dict)
     body: Any = None
     """A mapping or list is sent as JSON; a string as it is."""
-    timeout: Duration = 30.0
+    timeout: Duration = Field(30.0, gt=0)
     status: StatusCodes = Field(default_factory=lambda: list[int | str](["2xx"]), min_length=1)
     json_path: PathSpec | None = None
     contains: str | list[str] | None = None

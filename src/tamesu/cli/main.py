@@ -219,7 +219,7 @@ def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, 
 @main.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
 def init(directory: str) -> None:
-    """Write a tamesu.yaml and a first suite that validates."""
+    """Write a tamesu.yaml and a first suite that validates, in DIRECTORY (default: the current folder)."""
     from tamesu.cli.scaffold import ignore_what_runs_leave, write_scaffold
     from tamesu.cli.schema_export import left_out_lines
 
@@ -331,9 +331,10 @@ def report(run_dir: str, reports: str | None, baseline: str | None, tolerance: f
 
 @main.command()
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-@click.option("--out", type=click.Path(file_okay=False), help="Where the merged run goes (default tamesu-runs).")
+@click.option("--out", type=click.Path(file_okay=False),
+              help="Where the merged run goes (default: tamesu.yaml's out, else tamesu-runs).")
 @click.option("--report", "reports", metavar="SPECS", multiple=True, callback=joined_reports,
-              help="Reports of the merged run, as for `run`.")
+              help="Reports of the merged run, as for `run` (default: tamesu.yaml's report:, else none).")
 @click.option("--baseline", type=click.Path(file_okay=False), help="Compare with an earlier run, as for `run`.")
 @click.option("--tolerance", type=click.FloatRange(0), metavar="FRACTION", help=TOLERANCE_HELP)
 @click.option("--color", type=COLOR, default="auto", show_default=True, help=COLOR_HELP)

@@ -282,7 +282,8 @@ def run_options(tests: str, *, ids: str, verbose: str, parallel: str, tags: str 
                      "comparing."),
         click.option("--report", "reports", metavar="SPECS", multiple=True, callback=joined_reports,
                      help="Reports to write: junit[:PATH],html[:PATH],json[:PATH],markdown[:PATH],github "
-                          "(and plug-ins' formats); given twice, both."),
+                          "(and plug-ins' formats); given twice, both (default: tamesu.yaml's report, else html "
+                          "in the run directory)."),
         click.option("--baseline", type=click.Path(file_okay=False),
                      help="Compare with an earlier run directory (or the newest run in a folder of runs; "
                           "default: tamesu.yaml's report.baseline)."),

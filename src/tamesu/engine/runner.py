@@ -162,7 +162,7 @@ class Runner:
                 duration_ms=round((time.monotonic() - started) * 1000, 3), exit_code=code,
                 counts=count(self.results), runs=count_runs(self.results), interrupted=interrupted,
                 stopped=self.halts.said(), warnings=[*warnings, *self._drain_runs_said()],  # a cut run's too
-                models=self._spend(),
+                models=self._spend(), parallel=self.options.parallel,
             )
             try:
                 directory.write_json(run_dir / "run.json", summary)

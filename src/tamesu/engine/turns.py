@@ -110,9 +110,12 @@ async def _talk(
                 raise
             if simulator is not None:
                 asked = _simulator_attempts(simulator, session)
-                if asked:  # with the words it was given: a change of prompt explains a change of conversation
+                if asked:  # with the words it was given: a change of prompt explains a change of conversation,
+                    # and the model that answered (the one configured, or its fallback) a change of voice
+                    last = simulator.responses[-1] if simulator.responses else None
                     session.event("simulator", reasoning=simulator.last_reasoning, stop=action.stop,
-                                  prompt=simulator.prompt.version)
+                                  prompt=simulator.prompt.version,
+                                  model=None if last is None else f"{last.provider}:{last.model}".rstrip(":"))
             if action.note:
                 session.event("user_side", **action.note)
             if action.listen is not None:

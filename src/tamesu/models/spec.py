@@ -63,7 +63,7 @@ class ModelSpec(Strict):
     """Sampling temperature (0-2); default the provider's."""
     max_tokens: int | None = Field(None, ge=1)
     """The most tokens the model may answer with; default the provider's."""
-    timeout: Duration = 60.0
+    timeout: Duration = Field(60.0, gt=0)
     """How long one model request may take before it counts as failed (and is retried)."""
     max_retries: int = Field(3, ge=0, le=10)
     """How often a failed or timed-out request is retried, backing off, before `fallback` (or an error)."""

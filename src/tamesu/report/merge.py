@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
@@ -33,6 +34,12 @@ def _when(text: str) -> dt.datetime | None:
         return dt.datetime.fromisoformat(text)
     except ValueError:
         return None
+
+
+def _same(values: Iterable[int | None]) -> int | None:
+    """The one value every shard had (its `parallel`), else None: no single one describes the merged run."""
+    seen = set(values)
+    return seen.pop() if len(seen) == 1 else None
 
 
 def _write(path: Path, data: object) -> None:
@@ -151,6 +158,7 @@ def merge_runs(inputs: list[Path], out: Path) -> tuple[Path, list[str]]:
         warnings=list(dict.fromkeys([w for r in runs for w in r.summary.warnings] + unread)),
         models=sum((r.summary.models for r in runs if r.summary.models), start=ModelSpend()) if any(
             r.summary.models for r in runs) else None,
+        parallel=_same(r.summary.parallel for r in runs),
     )
     temporary = dest / "run.json.tmp"
     _write(temporary, summary.model_dump(mode="json"))

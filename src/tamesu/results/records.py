@@ -306,6 +306,9 @@ class RunSummaryFile(BaseModel):
     hold runs that errored, which `counts` (of tests) does not show."""
     models: ModelSpend | None = None
     """The run's model calls, tokens and dollars in all (each run's own are its `llm_*` metrics); None: no call."""
+    parallel: int | None = None
+    """How many runs could go at once (`--parallel`, else tamesu.yaml's `parallel`, else 1): timings of two runs
+    compare only beside it. None: a run killed before it wrote run.json, or shards merged that ran differently."""
 
 
 def exit_code_for(results: list[TestResult], budget_exceeded: bool = False) -> int:

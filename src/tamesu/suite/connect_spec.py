@@ -15,5 +15,5 @@ class ConnectSpec(Strict):
     """How many times a request that never reached the agent (refused, reset, DNS) is sent in all."""
     backoff: Duration = 0.5
     """The pause before the first resend; it doubles for each one after."""
-    timeout: Duration = 10.0
+    timeout: Duration = Field(10.0, gt=0)
     """How long connecting may take before the attempt counts as failed."""

@@ -27,7 +27,7 @@ class HttpRequestSpec(Strict):
     """Headers sent with the request; templates allowed (`{{secrets.NAME}}`)."""
     body: object = None
     """The JSON body sent, templates rendered in every string; none sends no body."""
-    timeout: Duration = 30.0
+    timeout: Duration = Field(30.0, gt=0)
     """How long the whole request may take."""
     expect_status: list[int] | int | None = None
     """The status code(s) that count as success; default any 2xx."""
@@ -73,7 +73,7 @@ class HookSpec(Strict):
     """A shell command; templates allowed."""
     http: HookRequestSpec | None = None
     """An HTTP request instead of a command."""
-    timeout: Duration = 60.0
+    timeout: Duration = Field(60.0, gt=0)
     """How long the command may run; beside `http:`, how long the request may take (its own `timeout` too)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Environment variables of the command; templates allowed."""

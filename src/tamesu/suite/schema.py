@@ -104,7 +104,7 @@ class Persona(Strict):
     """The language the user writes or speaks in (`German`, `es`)."""
     voice: str | None = None
     """On audio targets: the voice the user speaks with (a Piper voice or an espeak-ng variant; one not installed
-    is a suite error that lists those that are)."""
+    is a suite error that lists those that are); default Piper's shipped `en_US-joe-medium`, else `espeak:en-us`."""
     background: str | None = None
     """Who the user is and what happened before the conversation: told to the simulator as context."""
     behaviors: Behaviors = Field(default_factory=Behaviors)

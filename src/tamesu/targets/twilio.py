@@ -54,7 +54,7 @@ class TwilioSpec(TargetSpec):
     """The stream's custom parameters (templates), as the agent reads them from `start.customParameters`."""
     idle: Duration = 1.0
     """Silence after the agent's speech that ends its turn."""
-    turn_timeout: Duration = 30.0
+    turn_timeout: Duration = Field(30.0, gt=0)
     greeting: bool = True
     """The agent speaks first (its greeting is the first agent turn); false: it waits for the caller, who does."""
 

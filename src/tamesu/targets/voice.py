@@ -175,7 +175,7 @@ class VoiceSpec(TargetSpec):
     idle: Duration = 1.0
     """Silence after the agent's speech (on the playback clock) that ends its turn, unless `messages.done` ends
     it first."""
-    turn_timeout: Duration = 30.0
+    turn_timeout: Duration = Field(30.0, gt=0)
     """How long the agent may take to start speaking, or to finish a reply that never pauses for `idle`."""
     greeting: bool = True
     """The agent speaks first (its greeting is the first agent turn); false: it waits for the caller, who does."""

@@ -83,8 +83,8 @@ class BrowserSpec(TargetSpec):
     url: str
     """The page the browser opens at the start of each run; templates allowed."""
     engine: str = "chromium"
-    """The browser: `chromium` (Debian's, or Playwright's); `firefox` and `webkit` need Playwright's browser
-    download."""
+    """The browser: `chromium` (Debian's, or Playwright's), the only engine this version drives (`firefox` and
+    `webkit` are refused, a browser downloaded for them too)."""
     viewport: Viewport = Field(default_factory=Viewport)
     """The page's size in CSS pixels."""
     locale: str | None = None
@@ -104,11 +104,11 @@ class BrowserSpec(TargetSpec):
     chat: ChatSpec | None = None
     """The page's chat widget as a conversational target (`input`, `messages`...); without it, the test's `steps`
     drive the page."""
-    load_timeout: Duration = 30.0
+    load_timeout: Duration = Field(30.0, gt=0)
     """How long the first page may take to load before the run is an infrastructure error."""
-    step_timeout: Duration = 5.0
+    step_timeout: Duration = Field(5.0, gt=0)
     """How long an action waits for its element (a selector that matches nothing fails after this)."""
-    turn_timeout: Duration = 60.0
+    turn_timeout: Duration = Field(60.0, gt=0)
     """How long a chat turn (`chat:`) waits for the agent's answer in the page before it fails."""
     trace: bool = True
     """Record a Playwright trace (`trace.zip`) and a HAR (`network.har`) of every run."""
@@ -123,7 +123,7 @@ class BrowserSpec(TargetSpec):
     def _known_engine(cls, engine: str) -> str:
         if engine not in ENGINES:
             raise ValueError(f"engine {engine!r} is not available: this version drives chromium only "
-                             "(Debian's /usr/bin/chromium; firefox and webkit need a browser download)")
+                             "(Debian's /usr/bin/chromium, or Playwright's)")
         return engine
 
     @field_validator("url")
@@ -196,7 +196,7 @@ class ActionStep(Strict):
     frame: str | None = None
     """A CSS selector of the iframe the step works in (`iframe[title='Payment']`), as `chat.frame`: its `selector`,
     `text` or `script` is looked for in that iframe's document (from any origin)."""
-    timeout: Duration | None = None
+    timeout: Duration | None = Field(None, gt=0)
     """Overrides the target's `step_timeout` for this step."""
     ms: int | None = Field(None, ge=0, le=600_000)
     """wait: a fixed pause (only when no selector, text or url is waited for)."""

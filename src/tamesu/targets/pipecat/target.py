@@ -104,7 +104,7 @@ class PipecatSpec(TargetSpec):
     session: PipecatSessionSpec = Field(default_factory=PipecatSessionSpec)
     """`open`: a request made before connecting (a bot runner's start endpoint); its captures are
     `{{session.NAME}}` in `url` and `headers`."""
-    turn_timeout: Duration = 30.0
+    turn_timeout: Duration = Field(30.0, gt=0)
 
     @field_validator("url")
     @classmethod

@@ -103,7 +103,7 @@ class PollSpec(Strict):
     """The JSON body of each poll, if any; templates allowed."""
     interval: Duration = 0.5
     """The pause between polls."""
-    timeout: Duration | None = None
+    timeout: Duration | None = Field(None, gt=0)
     """How long to poll before the turn fails; default the target's `turn_timeout`."""
     text: JsonPath = "$.text"
     """JSONPath to the answer's text in a poll's response."""

@@ -46,7 +46,7 @@ class TriggerSpec(Strict):
     """`{url, method (POST), headers, body}`; `{{session.uri}}` is where tamesu answers."""
     run: str | None = None
     """A shell command; `{{session.uri}}` is where tamesu answers."""
-    timeout: Duration = 10.0
+    timeout: Duration = Field(10.0, gt=0)
     """How long the trigger's request or command may take."""
 
     @model_validator(mode="after")
@@ -73,10 +73,10 @@ class SipSpec(TargetSpec):
     """The local SIP address (host:port; port 0 picks a free one)."""
     answer_after: Duration = 0.5
     """inbound: how long tamesu lets the call ring before it answers."""
-    ring_timeout: Duration = 30.0
+    ring_timeout: Duration = Field(30.0, gt=0)
     """How long a call may ring (outbound: before the agent answers; inbound: before the agent calls) before the run
     ends with `no_answer`."""
-    max_duration: Duration = 300.0
+    max_duration: Duration = Field(300.0, gt=0)
     """The longest a call may last; tamesu hangs up then."""
     idle: Duration = 1.2
     """Silence after the agent's speech that ends its turn."""
