@@ -145,7 +145,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     target_metrics: dict[str, float] = {}
     budget_exceeded = False
     user: UserSimulator | None = None
-    run_spans = inputs.traces.run(f"{test.id} run {inputs.number}", test.target_name) \
+    run_spans = inputs.traces.run(f"{test.id} run {inputs.number}", test.target_name, str(inputs.artifacts_dir)) \
         if inputs.traces is not None else None
     made: list[Target[TargetSpec]] = []
     hooked = False

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 
 from tamesu import __version__, targets
 from tamesu.engine._halts import Halts
+from tamesu.engine._late_spans import say_late_spans
 from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
 from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
@@ -139,6 +140,7 @@ class Runner:
                 for said in await self.receivers.stop():
                     warnings.append(said)
                     self.reporter.warning(said)
+                say_late_spans(self.receivers.collector.dropped.late_in, directory)
             interrupted = self.stopping.reason
         except (asyncio.CancelledError, KeyboardInterrupt):
             interrupted = self.stopping.reason or "interrupted"
