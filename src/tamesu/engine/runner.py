@@ -428,7 +428,7 @@ class Runner:
             directory.write_json(folder.with_suffix(".json"), report)
         except OSError as exc:
             self._cannot_write(folder.with_suffix(".json"), exc)
-        load_finished(self.reporter, report)
+        self._runs_said.extend(load_finished(self.reporter, report))
 
     async def _attempts(self, test: PlannedTest, number: int, rerun: int, test_dir: Path, directory: RunDirectory,
                         models: ModelRegistry | None, traces: SuiteTraces | None = None) -> RunOutcome | None:
