@@ -260,9 +260,10 @@ class Session:
         self.persona: Persona | None = persona
         """Who plays the user: audio targets speak with its `voice` and act out its `behaviors`."""
         self.seed = seed
-        self.runs_at_once = 1
-        """How many test runs may go at once (`--parallel`): a rate limit's line advises fewer only above 1."""
         """The run's seed: behaviours (when to interrupt, how long to pause) repeat with it."""
+        self.runs_going: Callable[[], int] = lambda: 1
+        """How many test runs are going now, this one included (the engine's count, not `--parallel`): a rate
+        limit's line advises fewer only above 1."""
         self.greeting_wait_s: float | None = None
         """How long the user side waits for the agent's first words from the greeting's start (a script's first
         `wait_for`): an audio target's greeting is transcribed within it, what is not being said as cut."""

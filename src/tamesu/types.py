@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os.path
 import re
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any, TypeAlias, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import Strict as StrictMarker
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -88,10 +91,40 @@ def store_word_problem(text: str) -> str | None:
             "(such as history.db) or postgresql://...")
 
 
+_BOOL_WORD = re.compile(r"\bbool\b")
+YamlBool = Annotated[bool, StrictMarker()]
+"""A boolean as YAML 1.2 (and JSON) writes one, `true` or `false`: `yes`, `on`, `1` or `"true"` is refused
+(`"yes" is not a boolean: write true or false`, `suite.problems`), where pydantic read them as true."""
+
+
+def not_a_boolean(found: object) -> str:
+    """The line of a value written where `true` or `false` is expected: text in double quotes, as JSON writes it
+    (YAML 1.1's `yes` is text to YAML 1.2, which tamesu reads)."""
+    written = json.dumps(found, ensure_ascii=False) if isinstance(found, str) else \
+        "null" if found is None else repr(found)
+    return f"{written} is not a boolean: write true or false"
+
+
 class Strict(BaseModel):
-    """Every model a user writes rejects keys it does not know, so typos are caught."""
+    """Every model a user writes rejects keys it does not know, so typos are caught; and takes its booleans as
+    `true` and `false` only (`YamlBool`): each `bool` its subclasses annotate, in a union or a list too, is read
+    as that, so none is read loosely by being left out."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # the class's own annotations, changed in place before pydantic reads them (a copy would not be read)
+        own = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
+        names = None
+        for field, written in own.items():
+            if isinstance(written, str) and _BOOL_WORD.search(written) and not field.startswith("_"):
+                if names is None:
+                    module = sys.modules.get(cls.__module__)
+                    names = {**(vars(module) if module is not None else {}), "bool": YamlBool}
+                # a name defined later in its module (or only for type checking): left to pydantic, read loosely
+                with contextlib.suppress(NameError, TypeError, AttributeError):
+                    own[field] = eval(written, names)  # the class's own annotation, in its module
+        super().__init_subclass__(**kwargs)
 
 
 JSONValue: TypeAlias = str | int | float | bool | list["JSONValue"] | dict[str, "JSONValue"] | None

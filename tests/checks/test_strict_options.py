@@ -40,14 +40,14 @@ def test_an_option_that_is_true_or_false_takes_a_boolean_only(tmp_path: Path, ta
     assert done.returncode == 2, done.stdout + done.stderr
     said = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("s.tamesu.yaml:")]
     assert said == [
-        "s.tamesu.yaml:11:49: tests[0].assert[0].contains.ignore_case: input should be a valid boolean, got 'yes'",
-        "s.tamesu.yaml:12:48: tests[0].assert[1].regex.ignore_case: input should be a valid boolean, got 1",
-        "s.tamesu.yaml:13:57: tests[0].assert[2].tool_sequence.strict: input should be a valid boolean, got 'no'",
-        "s.tamesu.yaml:14:42: tests[0].assert[3].captured.exists: input should be a valid boolean, got 0",
-        "s.tamesu.yaml:15:45: tests[0].assert[4].json_path.exists: input should be a valid boolean, got 'true'",
-        "s.tamesu.yaml:16:56: tests[0].assert[5].judge.trace: input should be a valid boolean, got 'on'",
-        "s.tamesu.yaml:17:44: tests[0].assert[6].pack.judges: input should be a valid boolean, got 'off'",
-        "s.tamesu.yaml:18:61: tests[0].assert[7].http.tls.verify: input should be a valid boolean, got 'no'",
+        "s.tamesu.yaml:11:49: tests[0].assert[0].contains.ignore_case: \"yes\" is not a boolean: write true or false",
+        "s.tamesu.yaml:12:48: tests[0].assert[1].regex.ignore_case: 1 is not a boolean: write true or false",
+        "s.tamesu.yaml:13:57: tests[0].assert[2].tool_sequence.strict: \"no\" is not a boolean: write true or false",
+        "s.tamesu.yaml:14:42: tests[0].assert[3].captured.exists: 0 is not a boolean: write true or false",
+        "s.tamesu.yaml:15:45: tests[0].assert[4].json_path.exists: \"true\" is not a boolean: write true or false",
+        "s.tamesu.yaml:16:56: tests[0].assert[5].judge.trace: \"on\" is not a boolean: write true or false",
+        "s.tamesu.yaml:17:44: tests[0].assert[6].pack.judges: \"off\" is not a boolean: write true or false",
+        "s.tamesu.yaml:18:61: tests[0].assert[7].http.tls.verify: \"no\" is not a boolean: write true or false",
         "s.tamesu.yaml:20:18: tests[0].assert[8].on_turn: on_turn is a turn number from 1, or last",
     ], done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from agents.voice import needs_voice, realtime_agent  # noqa: F401  (a fixture)
@@ -267,3 +267,56 @@ tests:
         assert audio is not None and audio["count"] >= stage["runs"], stage
         assert 200 <= audio["p50"] <= audio["p99"] < 60_000, audio  # the shared 2-core machine: seconds
     assert "first audio p50/p90/p99/max ms" in result.stdout
+
+
+class NaggingAgent:
+    """Refuses each turn once with 429 (Retry-After: 0), then answers it with a reply longer than the suite's
+    `max_response_bytes`: every conversation has one request sent again and one answer cut."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, str]] = set()
+
+    async def chat(self, request: Request) -> Response:
+        body = await request.json()
+        key = (str(body.get("session_id")), str(body.get("message")))
+        if key not in self.seen:
+            self.seen.add(key)
+            return JSONResponse({"error": "slow down"}, status_code=429, headers={"Retry-After": "0"})
+        return PlainTextResponse("you said " + "so much " * 200)  # text: what is cut is still read
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[Route("/chat", self.chat, methods=["POST"])])
+
+
+def test_what_the_stage_runs_warned_of_is_said_once_per_kind_with_counts(tmp_path: Path, tamesu, serve) -> None:
+    # before: a stage run's warnings (an after_each hook that failed) and what happened along the way (requests
+    # sent again after a 429, answers cut) were said nowhere: not on the console, not in load/SUITE.json
+    url = serve(NaggingAgent().app()).url
+    (tmp_path / "tamesu.yaml").write_text("suites: ['shop.yaml']\n")
+    (tmp_path / "shop.yaml").write_text(f"""\
+name: shop
+hooks: {{ after_each: [ "exit 4" ] }}
+targets:
+  bot: {{ type: rest, url: '{url}/chat', max_response_bytes: 1024 }}
+load: {{ ramp: [1, 2], hold: 60s, max_runs: 3 }}
+tests:
+  - name: hello
+    target: bot
+    scenario: {{ script: [ {{ say: hi }} ] }}
+    assert: [ {{ contains: you said }} ]
+""")
+    result = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = next((tmp_path / "out").iterdir())
+    report = json.loads((run_dir / "load" / "shop.json").read_text())
+    assert [s["runs"] for s in report["stages"]] == [3, 3], report
+    [hook] = [w for w in report["warnings"] if "after_each" in w]
+    assert hook.startswith("6 runs warned: shop/hello: after_each hook 1: ") and "(the first's words)" in hook, hook
+    assert report["warnings"][-1] == (
+        "along the way: 6 requests refused with HTTP 429 and sent again (rate_limited, 1 test); 6 answers cut at "
+        "max_response_bytes (response_truncated, 1 test)"), report["warnings"]
+    said = result.stdout + result.stderr
+    for warning in report["warnings"]:  # on the console once each, and in run.json
+        assert said.count(f"load shop: {warning}") == 1, said
+    assert [f"load shop: {w}" for w in report["warnings"]] == [
+        w for w in json.loads((run_dir / "run.json").read_text())["warnings"] if w.startswith("load shop: ")]

@@ -44,10 +44,10 @@ def test_a_boolean_is_true_or_false_not_a_word_or_a_number(tmp_path: Path) -> No
         {"id": "d", "input": "hi", "assertions": [{"type": "contains", "value": "x", "ignore_case": "true"}]},
         {"id": "e", "type": "multi_turn", "input": "hi", "interactive": {"enabled": True}}])
     assert _problems(text, tmp_path) == [
-        "cases.jsonl:1:77: interactive.enabled: input should be a valid boolean, got 'yes'",
-        "cases.jsonl:2:77: interactive.enabled: input should be a valid boolean, got 1",
-        "cases.jsonl:3:137: checkpoints[0].required: input should be a valid boolean, got 'no'",
-        "cases.jsonl:4:93: assertions[0].ignore_case: input should be a valid boolean, got 'true'"]
+        "cases.jsonl:1:77: interactive.enabled: \"yes\" is not a boolean: write true or false",
+        "cases.jsonl:2:77: interactive.enabled: 1 is not a boolean: write true or false",
+        "cases.jsonl:3:137: checkpoints[0].required: \"no\" is not a boolean: write true or false",
+        "cases.jsonl:4:93: assertions[0].ignore_case: \"true\" is not a boolean: write true or false"]
 
 
 def test_a_type_assertion_names_the_json_type_a_near_miss_meant(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from starlette.routing import Route
 
 from agents.expense_agent import ExpenseAgent, expense_agent, run_test
 from jsonl.test_jsonl_run import project
+from net.test_secret_forms import SECRET, leaks
 
 __all__ = ["expense_agent"]
 
@@ -76,3 +77,29 @@ def test_a_generator_script_that_fails_is_the_suites_problem(expense_agent: Expe
     (folder / "scripts" / "tests" / "made.py").write_text(f"def generate(inputs):\n    {body}\n")
     done = run_test(["-i", "scripts:tests.made", "-n", "expense", "--dry-run"], cwd=folder)
     assert (done.returncode, done.stderr.strip()) == (2, f"tamesu test: {said}"), done.stdout
+
+
+def test_a_secret_a_generated_case_holds_is_written_as_its_reference_never_its_value(
+        expense_agent: ExpenseAgent, tmp_path: Path) -> None:
+    # before: `--dry-run -o` wrote what the generator returned as it was: a secret it had read (a token for the
+    # agent) in the clear, in the file a user keeps and commits
+    folder = project(tmp_path, expense_agent.url)
+    (folder / "scripts" / "tests").mkdir(parents=True)
+    (folder / "scripts" / "tests" / "made.py").write_text(
+        "import base64, os\nfrom urllib.parse import quote\n"
+        "def generate(inputs):\n"
+        "    token = os.environ['SHOP_TOKEN']\n"
+        "    return [{'id': 'g', 'name': 'as ' + token, 'input': 'my token is ' + token,\n"
+        "             'options': {'metadata': {'b64': base64.b64encode(token.encode()).decode(),\n"
+        "                                      'url': quote(token, safe='')}},\n"
+        "             'assertions': [{'type': 'contains', 'value': '{{ secrets.SHOP_TOKEN }}'}]}]\n")
+    out = tmp_path / "made.jsonl"
+    done = run_test(["-i", "scripts:tests.made", "-n", "expense", "--dry-run", "-o", str(out)], cwd=folder,
+                    env={"SHOP_TOKEN": SECRET})
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = out.read_text(encoding="utf-8")
+    assert leaks(written) == [] and leaks(done.stdout + done.stderr) == [], written + done.stdout
+    [case] = [json.loads(line) for line in written.splitlines()]
+    # the value as it was is its reference, which renders it again when the file is run; an encoded form masked
+    assert case["input"] == "my token is {{ secrets.SHOP_TOKEN }}" and case["name"] == "as {{ secrets.SHOP_TOKEN }}"
+    assert case["options"]["metadata"] == {"b64": "***", "url": "***"}, case

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from conftest import run_tamesu
 
@@ -322,3 +323,92 @@ def test_a_counter_only_other_target_types_measure_is_warned_naming_them_and_an_
     assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
         ("assert[0]/metric", False), ("assert[1]/metric", False), ("assert[2]/metric", True),
         ("assert[3]/metric", True), ("assert[4]/metric", False)]
+
+
+_FIRST_TOKEN = """\
+models:
+  shop: { provider: fake, rules: [ { when: "(?i)hello", say: "Hi there" } ] }
+targets:
+  shop: { type: model, model: shop }
+  plain: { type: rest, url: "URL/chat", streaming: none, response: { text: $.reply } }
+  sniffed: { type: rest, url: "URL/chat", response: { text: $.reply } }
+  streamed: { type: rest, url: "URL/chat", streaming: sse }
+  sent: { type: a2a, url: "URL/a2a" }
+defaults:
+  slo: { time_to_first_token_ms_p95: 1500 }
+tests:
+  - name: a chat
+    target: shop
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: time_to_first_token_ms, lt: 1500 }
+      - metric: { name: turns, equals: 1 }
+  - name: plain json
+    target: plain
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: time_to_first_token_ms_p95, lt: 1500 }
+  - name: a sniffed answer
+    target: sniffed
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: time_to_first_token_ms_max, lt: 1500 }
+  - name: streams
+    target: streamed
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: time_to_first_token_ms, lt: 1500 }
+  - name: a2a send
+    target: sent
+    scenario: { script: [ { say: "hello" } ] }
+    assert:
+      - metric: { name: time_to_first_token_ms, lt: 1500 }
+"""
+
+
+def _plain_agent() -> object:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def chat(request: Request) -> JSONResponse:
+        return JSONResponse({"reply": f"you said {(await request.json())['message']}"})
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+def test_a_first_token_on_a_target_whose_replies_come_whole_is_the_suites_not_the_agents(
+        tmp_path: Path, serve: Any) -> None:
+    # before: validate said ok and each run failed "time_to_first_token_ms was not measured", fault agent: a model
+    # answer, rest's `streaming: none` and A2A's message/send have no first token whatever the agent does
+    url = serve(_plain_agent()).url
+    (tmp_path / "s.tamesu.yaml").write_text(_FIRST_TOKEN.replace("URL", url))
+    done = run_tamesu(["validate", "s.tamesu.yaml"], cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    whole = "its replies come whole, so they have no first token: every run of the test is an error"
+    assert [line for line in done.stderr.splitlines() if line.startswith("warning: s.tamesu.yaml:")] == [
+        "warning: s.tamesu.yaml:16:17: tests[0].assert[0].metric: time_to_first_token_ms is measured only where the "
+        f"agent's reply streams (its first words before the rest), which model target shop never does: {whole}",
+        "warning: s.tamesu.yaml:22:17: tests[1].assert[0].metric: time_to_first_token_ms_p95 is measured only where "
+        f"the agent's reply streams (its first words before the rest), which rest target plain never does: {whole}",
+        "warning: s.tamesu.yaml:37:17: tests[4].assert[0].metric: time_to_first_token_ms is measured only where the "
+        f"agent's reply streams (its first words before the rest), which a2a target sent never does: {whole}",
+    ], done.stderr
+
+    ran = run_tamesu(["run", "s.tamesu.yaml", "--out", "out", "--filter", "a chat|plain json|a sniffed answer"],
+                     cwd=tmp_path)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    [run_dir] = list((tmp_path / "out").iterdir())
+    records = {r["test"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert {name: (r["status"], r["runs"][0]["fault"]) for name, r in records.items()} == {
+        "a chat": ("error", "suite"), "plain json": ("error", "suite"), "a sniffed answer": ("error", "suite")}
+    result = json.loads((run_dir / records["a chat"]["runs"][0]["dir"] / "result.json").read_text())
+    # the SLO passes where its metric is not measured, as Concepts says; `turns` is graded
+    assert [(a["name"], a["passed"]) for a in result["assertions"]] == [
+        ("assert[0]/metric", False), ("assert[1]/metric", True), ("slo/time_to_first_token_ms_p95", True)]
+    # `streaming` not set: validate cannot know, and the agent answered plain JSON: said at the run, not blamed
+    sniffed = json.loads((run_dir / records["a sniffed answer"]["runs"][0]["dir"] / "result.json").read_text())
+    assert sniffed["error"] == (
+        "metric: time_to_first_token_ms_max was not measured: every reply of this run came whole, not "
+        "streamed, so it has no first token (time_to_first_token_ms needs an agent that streams)"), sniffed

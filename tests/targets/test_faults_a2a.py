@@ -291,18 +291,18 @@ async def test_a_429_is_waited_out_and_said(faulty: Faulty, tmp_path: Path, vers
 
 async def test_a_limit_that_never_lifts_is_an_infrastructure_error(faulty: Faulty, tmp_path: Path) -> None:
     # before: "lower --parallel" at --parallel 1 too, where no other run was asking the agent
-    for runs_at_once, advice in [(1, "raise its limit or rate_limit_retries (one run at a time: no other of "
-                                     "tamesu's was asking it)"),
-                                 (4, "lower --parallel (4 runs at once) or raise its limit")]:
-        spec = {"url": f"{faulty.origin}/v1/limited-always-a{runs_at_once}/rpc", "rate_limit_retries": 2}
+    for runs_going, advice in [(1, "raise its limit or rate_limit_retries (one run at a time: no other of "
+                                   "tamesu's was asking it)"),
+                               (4, "lower --parallel (4 runs were going when it came) or raise its limit")]:
+        spec = {"url": f"{faulty.origin}/v1/limited-always-a{runs_going}/rpc", "rate_limit_retries": 2}
         session = make_session(tmp_path)
-        session.runs_at_once = runs_at_once
+        session.runs_going = lambda going=runs_going: going  # type: ignore[misc]  # one figure per session
         async with opened(spec, session) as target:
             with pytest.raises(InfraError) as caught:
                 await target.send(UserTurn(text="hi"))
         assert str(caught.value).endswith(f": the agent answered HTTP 429 (too many requests) 3 times: {advice} "
                                           "(rate_limit_retries: 0 takes a 429 as the agent's error)"), caught.value
-        assert faulty.refused[f"a{runs_at_once}"] == 3
+        assert faulty.refused[f"a{runs_going}"] == 3
     # 0: a test of the agent's own limit sees the 429 as the agent's error, at once
     spec = {"url": f"{faulty.origin}/v1/limited-always-b/rpc", "rate_limit_retries": 0}
     async with opened(spec, make_session(tmp_path)) as target:

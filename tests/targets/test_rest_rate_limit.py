@@ -5,7 +5,9 @@ not a failure of the agent's; `rate_limit_retries: 0` keeps a 429 as the turn's 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,12 +90,12 @@ def test_a_retry_after_of_no_time_is_waited_as_the_backoff(tmp_path: Path, tames
 
 
 def test_a_limit_that_never_lifts_is_an_infrastructure_error(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
-    # before: "lower --parallel" at --parallel 1 too, where no other run was asking the agent
+    # before: "lower --parallel" at --parallel 1 too, where no other run was asking the agent; and "(3 runs at
+    # once)" at --parallel 3, where the suite's one test was the only run going
     url = serve(limited_agent(refusals=100)).url
     (tmp_path / "s.tamesu.yaml").write_text(suite(url, ", rate_limit_retries: 2"))
-    for parallel, advice in [("1", "raise its limit or rate_limit_retries (one run at a time: no other of tamesu's "
-                                   "was asking it)"),
-                             ("3", "lower --parallel (3 runs at once) or raise its limit")]:
+    alone = "raise its limit or rate_limit_retries (one run at a time: no other of tamesu's was asking it)"
+    for parallel, advice in [("1", alone), ("3", alone)]:
         result = tamesu(["run", "s.tamesu.yaml", "--out", f"out{parallel}", "--parallel", parallel], cwd=tmp_path)
         output = result.stdout + result.stderr
         assert result.returncode == 3, output
@@ -101,6 +103,31 @@ def test_a_limit_that_never_lifts_is_an_infrastructure_error(tmp_path: Path, tam
                 "(rate_limit_retries: 0 takes a 429 as the turn's answer)") in output, output
     [run] = list((tmp_path / "out1").iterdir())
     assert json.loads(next(run.rglob("result.json")).read_text())["status"] == "error"
+
+
+def test_the_advice_names_the_runs_going_when_the_429_came_not_the_parallel_setting(
+        tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    # three tests at --parallel 8: the agent holds each first request until all three have come, then refuses
+    # every request, so the first run to give up was one of three going (before: "(8 runs at once)")
+    came: set[str] = set()
+    all_came = asyncio.Event()
+
+    async def chat(request: Request) -> JSONResponse:
+        came.add(str((await request.json()).get("session_id")))
+        if len(came) >= 3:
+            all_came.set()
+        await asyncio.wait_for(all_came.wait(), 30)
+        return JSONResponse({"error": "rate limited"}, status_code=429, headers={"Retry-After": "0.05"})
+
+    url = serve(Starlette(routes=[Route("/chat", chat, methods=["POST"])])).url
+    three = suite(url, ", rate_limit_retries: 1") + "".join(
+        f"  - {{ name: asks {n}, target: agent, scenario: {{ script: [ {{ say: hi }} ] }} }}\n" for n in (2, 3))
+    (tmp_path / "s.tamesu.yaml").write_text(three)
+    result = tamesu(["run", "s.tamesu.yaml", "--out", "out", "--parallel", "8"], cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 3, output
+    figures = re.findall(r"lower --parallel \((\d+) runs were going when it came\)", output)
+    assert "3" in figures and "8" not in figures and "runs at once" not in output, output
 
 
 def test_no_retries_keeps_the_429_as_the_answer(tmp_path: Path, tamesu: Any, serve: Serve) -> None:

@@ -228,6 +228,14 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
     late = 5 - len(early["spans"])
     assert late_said == [f"traces: {late} span(s) arrived after their run was graded (raise traces.wait): "
                          f"a/order run 1 ({late})"], run_json["warnings"]
+    # and the run's own result.json says them (before: nothing did; its checks read as decided on every span)
+    graded = json.loads((folder / "a" / "order" / "run-1" / "result.json").read_text())
+    assert graded["warnings"][-1].startswith(
+        f"traces: {late} span(s) of this run came after it was graded, so no check read them and spans.json does "
+        "not hold them (raise traces.wait): "), graded.get("warnings")
+    # the agent's five spans of two turns, by name, the most frequent first
+    assert graded["warnings"][-1].endswith(": chat fake-model (2), invoke_agent shop (2), execute_tool lookup_order")
+    assert "warnings" not in json.loads((folder / "b" / "order" / "run-1" / "result.json").read_text())
 
 
 @pytest.mark.parametrize("batch_delay_ms", [300, None])

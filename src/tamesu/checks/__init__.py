@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from tamesu import plugins
 from tamesu.checks.base import Check
 from tamesu.errors import article
+from tamesu.types import not_a_boolean
 
 META_KEYS = {"on_turn", "name", "negate"}
 
@@ -209,7 +210,7 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         elif first["type"] == "missing":
             message = "missing required option"
         elif first["type"] == "bool_type":  # "yes" is not true, as a JSONL case's `ignore_case` says
-            message += f", got {first.get('input')!r}"
+            message = not_a_boolean(first.get("input"))
         elif first["type"].startswith("value_error"):
             message = message.removeprefix("Value error, ")
         elif first["type"] == "literal_error" and isinstance(found := first.get("input"), str):

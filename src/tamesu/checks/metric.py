@@ -72,6 +72,11 @@ class Metric(Check[MetricSpec]):
             if run.spans is None and self.reads_spans():
                 # nothing could measure it: the suite's making (no `traces:`), not the agent's failure
                 raise SuiteProblem(f"{name} is measured from the agent's spans: {NO_TRACES}")
+            if _came_whole(run, name):
+                # the target may stream (validate could not say no) and this agent's replies did not: there is no
+                # first token to time, which is the suite's asking on this agent, not a slow or silent agent
+                raise SuiteProblem(f"{name} was not measured: every reply of this run came whole, not streamed, so "
+                                   "it has no first token (time_to_first_token_ms needs an agent that streams)")
             close = difflib.get_close_matches(name, list(run.metrics), n=1, cutoff=0.75)
             meant = f"; did you mean {close[0]}?" if close else ""  # a misspelt name is never measured
             return Verdict(passed=False, reason=f"{name} was not measured (measured: {measured}){meant}",
@@ -88,6 +93,16 @@ class Metric(Check[MetricSpec]):
             where = f" (turn {turn})" if turn is not None and len(run.exchanges) > 1 else ""
             return Verdict(passed=False, reason=f"{name}: {'; '.join(problems)}{where}")
         return Verdict(passed=True, reason=f"{name} was {number_text(value)}, expected {describe(expected)}")
+
+
+def _came_whole(run: RunView, name: str) -> bool:
+    """Whether `name` times a first token (`time_to_first_token_ms`, or a statistic of it) and the run's agent
+    replied to every user turn with words, none of which had a first token: its replies came in one piece (a rest
+    agent that answered plain JSON where `streaming` was not set, an A2A card that does not stream)."""
+    if name != "time_to_first_token_ms" and not name.startswith("time_to_first_token_ms_"):
+        return False
+    answers = [exchange.agent for exchange in run.exchanges if exchange.user is not None]
+    return bool(answers) and all(a.text and a.first_token_ms is None for a in answers)
 
 
 def _decided_so_far(value: float, expected: Mapping[str, object]) -> bool:

@@ -171,7 +171,8 @@ async def _main(**options: Any) -> int:
     if options["connector"] and (dropped := dropped_options(resolved.spec.type, ["connector"])) is not None:
         click.echo(f"warning: -c {options['connector']}: {dropped}", err=True)
     if options["dry_run"]:
-        return _dry_run(cases, label, resolved, options, folder=source.kind == "folder")
+        secrets.mask_named([parsed.case.as_json() for parsed in cases])  # a generated case's secrets too
+        return _dry_run(cases, label, resolved, options, secrets, folder=source.kind == "folder")
     return await _run(cases, label, base_dir, source, project, secrets, resolved, options)
 
 
@@ -285,8 +286,8 @@ def _counted(number: int, what: str) -> str:
     return f"{number} {what}{'' if number == 1 else 's'}"
 
 
-def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, options: dict[str, Any], *,
-             folder: bool = False) -> int:
+def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, options: dict[str, Any],
+             secrets: Secrets, *, folder: bool = False) -> int:
     from tamesu.jsonl.parser import written_in
     from tamesu.report.console import make_console
 
@@ -309,14 +310,15 @@ def _dry_run(cases: list[ParsedCase], label: str, resolved: ResolvedTarget, opti
             shape = _counted(len(case.checkpoints), "checkpoint")
         shown = f"{parsed.doc.label}: {case.id}" if folder else case.id
         named = f" {case.name}" if case.name else ""
-        console.print(f"  [{shown}]{named}: {case.mode}, {shape}, {count} assertion(s)", soft_wrap=True,
-                      markup=False)
+        console.print(secrets.redactor.text(f"  [{shown}]{named}: {case.mode}, {shape}, {count} assertion(s)"),
+                      soft_wrap=True, markup=False)
     if options["output"]:
         path = Path(options["output"])
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("".join(json.dumps(written_in(p, path.parent), ensure_ascii=False) + "\n" for p in cases),
-                            encoding="utf-8")
+            # a generated case holds what its generator wrote: a secret's value is written as its reference
+            path.write_text("".join(json.dumps(secrets.as_references(written_in(p, path.parent)), ensure_ascii=False)
+                                    + "\n" for p in cases), encoding="utf-8")
         except OSError as exc:
             click.echo(f"tamesu test: cannot write -o {path}: {exc.strerror or exc}", err=True)
             return EXIT_INFRA

@@ -43,6 +43,14 @@ from tamesu.telemetry.spans import SpansFile
 
 
 @dataclass
+class Going:
+    """How many runs are going right now, counted by `execute_run`: a 429 that outlasted its sends again says this
+    figure, not `--parallel`'s, which is only how many may go (a test's last runs, a `load:` stage's)."""
+
+    count: int = 0
+
+
+@dataclass
 class RunInputs:
     test: PlannedTest
     number: int
@@ -54,8 +62,8 @@ class RunInputs:
     after_each: list[HookGroup] = field(default_factory=list)
     models: ModelRegistry | None = None
     update_golden: bool = False
-    parallel: int = 1
-    """How many test runs may go at once (`--parallel`)."""
+    going: Going = field(default_factory=lambda: Going())
+    """The runs of the invocation going now (`execute_run` counts this one in while it goes)."""
     rerun: int = 0
     """The how-manieth new-seed run of an inconclusive one this is (0: the first)."""
     user_factory: Callable[[ModelRegistry | None, int], UserSimulator] | None = None
@@ -116,6 +124,14 @@ def choose_user(test: PlannedTest, models: ModelRegistry | None, seed: int,
 
 
 async def execute_run(inputs: RunInputs) -> RunOutcome:
+    inputs.going.count += 1
+    try:
+        return await _execute_run(inputs)
+    finally:
+        inputs.going.count -= 1
+
+
+async def _execute_run(inputs: RunInputs) -> RunOutcome:
     test = inputs.test
     started_wall = dt.datetime.now(dt.UTC)
     started = time.monotonic()
@@ -132,7 +148,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     models = inputs.models.with_ledger(run_ledger, session.event) if inputs.models is not None and run_ledger else None
     session.models = models
     session.update_golden = inputs.update_golden
-    session.runs_at_once = inputs.parallel
+    session.runs_going = lambda: max(1, inputs.going.count)
     remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
     result = RunResult(
         suite=test.suite.name, test=test.name, run=inputs.number, attempt=inputs.attempt, status="passed",
@@ -145,7 +161,7 @@ async def execute_run(inputs: RunInputs) -> RunOutcome:
     target_metrics: dict[str, float] = {}
     budget_exceeded = False
     user: UserSimulator | None = None
-    run_spans = inputs.traces.run(f"{test.id} run {inputs.number}", test.target_name) \
+    run_spans = inputs.traces.run(f"{test.id} run {inputs.number}", test.target_name, str(inputs.artifacts_dir)) \
         if inputs.traces is not None else None
     made: list[Target[TargetSpec]] = []
     hooked = False

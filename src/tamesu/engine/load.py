@@ -11,13 +11,16 @@ the agent at one concurrency.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Protocol
 
 from tamesu.engine.artifacts import slug
 from tamesu.engine.conversation import RunOutcome
 from tamesu.plan import PlannedTest
+from tamesu.results.along_the_way import AlongTheWay
 from tamesu.results.load import LoadReport, LoadStage, Percentiles
 from tamesu.results.records import RunResult, TestResult
 from tamesu.suite.load_spec import LoadSpec
@@ -26,11 +29,46 @@ OneRun = Callable[[PlannedTest, int, Path], Awaitable[RunOutcome | None]]
 """(test, number, artifacts folder) -> the run's outcome; None: cut short (Ctrl-C), no verdict to count."""
 
 
-def load_finished(reporter: object, report: LoadReport) -> None:
-    """To the reporters that show a load report (the console's table); the others have no such method."""
+class Warns(Protocol):
+    def warning(self, message: str) -> None: ...
+
+
+def load_finished(reporter: Warns, report: LoadReport) -> list[str]:
+    """To the reporters that show a load report (the console's table); the others have no such method. Its
+    warnings are said as every run's are, and returned for run.json."""
     show = getattr(reporter, "load_finished", None)
     if callable(show):
         show(report)
+    said = [f"load {report.suite}: {warning}" for warning in report.warnings]
+    for line in said:
+        reporter.warning(line)
+    return said
+
+
+_VARYING = re.compile(r"\b[0-9a-f]{8,}\b|\d+(?:\.\d+)?")
+"""What differs between two runs' words of one warning (a trace id, a count, a time): the kind is the rest."""
+
+
+class Said:
+    """What a ramp's runs warned of, once per kind (`_VARYING` aside) with how many runs did, the first run's words
+    kept; and the notable events of every run (`results.along_the_way`)."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, str] = {}
+        self._runs: dict[str, int] = {}
+        self.along = AlongTheWay()
+
+    def add(self, test: PlannedTest, outcome: RunOutcome) -> None:
+        self.along.add([outcome.result])
+        for message in dict.fromkeys(outcome.warnings):  # a run saying one thing twice is one run
+            kind = f"{test.id}: {_VARYING.sub('#', message)}"
+            self._first.setdefault(kind, f"{test.id}: {message}")
+            self._runs[kind] = self._runs.get(kind, 0) + 1
+
+    def lines(self) -> list[str]:
+        said = [words if (runs := self._runs[kind]) == 1 else f"{runs} runs warned: {words} (the first's words)"
+                for kind, words in self._first.items()]
+        return said + ([line] if (line := self.along.line()) else [])
 
 
 def unreached(tests: list[PlannedTest], results: list[TestResult]) -> str | None:
@@ -49,11 +87,13 @@ async def run_load(spec: LoadSpec, suite: str, tests: list[PlannedTest], folder:
     report = LoadReport(suite=suite, tests=[t.name for t in tests], stopped=not_run)
     if not_run is not None:
         return report
+    said = Said()
     for index, concurrency in enumerate(spec.ramp, start=1):
         if stopped() is not None:
             break
         stage_dir = folder / f"stage-{index}-x{concurrency}"
-        report.stages.append(await _stage(spec, concurrency, tests, stage_dir, one_run, stopped))
+        report.stages.append(await _stage(spec, concurrency, tests, stage_dir, one_run, stopped, said))
+    report.warnings = said.lines()
     if (why := stopped()) is not None:
         # how far the last stage got, whether or not stages were left after it (a Ctrl-C in stage 1 of 3 too)
         last = report.stages[-1] if report.stages else None
@@ -63,7 +103,7 @@ async def run_load(spec: LoadSpec, suite: str, tests: list[PlannedTest], folder:
 
 
 async def _stage(spec: LoadSpec, concurrency: int, tests: list[PlannedTest], stage_dir: Path, one_run: OneRun,
-                 stopped: Callable[[], str | None]) -> LoadStage:
+                 stopped: Callable[[], str | None], said: Said) -> LoadStage:
     started = time.monotonic()
     deadline = started + spec.hold
     results: list[RunResult] = []
@@ -81,6 +121,7 @@ async def _stage(spec: LoadSpec, concurrency: int, tests: list[PlannedTest], sta
             outcome = await one_run(test, number, stage_dir / slug(test.name) / f"run-{number}")
             if outcome is not None:
                 results.append(outcome.result)
+                said.add(test, outcome)
 
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
     stage = summarise(concurrency, spec.hold, time.monotonic() - started, results)

@@ -16,8 +16,9 @@ from typing import Literal, Protocol
 
 from tamesu import __version__, targets
 from tamesu.engine._halts import Halts
+from tamesu.engine._late_spans import say_late_spans
 from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
-from tamesu.engine.conversation import RunInputs, RunOutcome, crashed_run, execute_run
+from tamesu.engine.conversation import Going, RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.metrics import recorded, unmeasured_slos
 from tamesu.engine.repeats import aggregate, run_adaptively, run_dir_name
@@ -86,6 +87,7 @@ class Runner:
         self.reporter = reporter
         self.results: list[TestResult] = []
         self._slots = asyncio.Semaphore(max(1, options.parallel))
+        self._going = Going()  # the runs going now, which a 429's line says (`--parallel` is only how many may)
         self._pinned = asyncio.Lock()
         """Held by a run whose suite has remote agents on a fixed `addr`, or whose target (or counterpart) binds one
         (an a2a target's `push.addr`, a rest target's `response.listen.addr`): two such runs would fight for
@@ -141,6 +143,7 @@ class Runner:
                 for said in await self.receivers.stop():
                     warnings.append(said)
                     self.reporter.warning(said)
+                say_late_spans(self.receivers.collector.dropped.late_in, directory)
             interrupted = self.stopping.reason
         except (asyncio.CancelledError, KeyboardInterrupt):
             interrupted = self.stopping.reason or "interrupted"
@@ -404,7 +407,7 @@ class Runner:
             inputs = RunInputs(
                 test=test, number=number, attempt=1, run_id=f"{directory.root.name}-load-{number}",
                 artifacts_dir=run_dir, secrets=self.plan.secrets, before_each=self._hooks(suite, "before_each"),
-                after_each=self._hooks(suite, "after_each"), models=models, stop=self.stopping,
+                after_each=self._hooks(suite, "after_each"), models=models, stop=self.stopping, going=self._going,
                 user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 traces=traces)
             try:
@@ -430,7 +433,7 @@ class Runner:
             directory.write_json(folder.with_suffix(".json"), report)
         except OSError as exc:
             self._cannot_write(folder.with_suffix(".json"), exc)
-        load_finished(self.reporter, report)
+        self._runs_said.extend(load_finished(self.reporter, report))
 
     async def _attempts(self, test: PlannedTest, number: int, rerun: int, test_dir: Path, directory: RunDirectory,
                         models: ModelRegistry | None, traces: SuiteTraces | None = None) -> RunOutcome | None:
@@ -444,7 +447,7 @@ class Runner:
                 test=test, number=number, attempt=attempt, run_id=f"{directory.root.name}-{number}",
                 artifacts_dir=run_dir, secrets=self.plan.secrets, rerun=rerun,
                 before_each=self._hooks(test.suite, "before_each"), after_each=self._hooks(test.suite, "after_each"),
-                models=models, update_golden=self.options.update_golden, parallel=self.options.parallel,
+                models=models, update_golden=self.options.update_golden, going=self._going,
                 stop=self.stopping,
                 user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 traces=traces,

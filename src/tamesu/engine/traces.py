@@ -51,10 +51,11 @@ class SuiteTraces:
     where: str = ""
     """Where the agent's spans are looked for: the receiver's endpoint, or the backend (`jaeger at URL`)."""
 
-    def run(self, label: str = "", target: str = "") -> RunSpans:
-        """`target`: the agent, as the suite names it: one that sends no span is waited for less (`_silence`)."""
+    def run(self, label: str = "", target: str = "", folder: str = "") -> RunSpans:
+        """`target`: the agent, as the suite names it: one that sends no span is waited for less (`_silence`);
+        `folder`: the run's, whose result.json says the spans that come after it was graded."""
         agent = self.collector.agent(target, self.where) if target else None
-        return self.collector.run(self.spec.max_spans, label, agent)
+        return self.collector.run(self.spec.max_spans, label, agent, folder)
 
 
 class Receivers:

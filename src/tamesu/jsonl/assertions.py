@@ -37,7 +37,7 @@ from tamesu.errors import article
 from tamesu.jsonl.schema import Options
 from tamesu.plan.targets import Resolver
 from tamesu.report.case_records import assertion_label
-from tamesu.types import Strict
+from tamesu.types import Strict, not_a_boolean
 
 KINDS = ("contains", "equals", "regex", "json_path", "tool_called", "type", "agent", "script")
 
@@ -118,7 +118,7 @@ def to_engine(raw: object, resolver: Resolver, on_turn: int | None = None) -> As
         if first["type"] == "extra_forbidden":
             message = f"not a key of {article(kind)} assertion"
         elif first["type"] == "bool_type":  # "yes", 1: what was written, as a case's other keys say it
-            message += f", got {first['input']!r}"
+            message = not_a_boolean(first["input"])
         raise AssertionProblem(loc, message, at_key=first["type"] == "extra_forbidden") from None
     if unread := [key for key in raw if key not in ("type", "negate", *_KEYS[kind])]:
         raise AssertionProblem((unread[0],), f"not a key of {article(kind)} assertion, which reads "

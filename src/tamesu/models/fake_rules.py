@@ -7,9 +7,10 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from tamesu.models._fake_rule_errors import guessed
+from tamesu.types import Strict
 
 
 def _compile(value: str | None) -> str | None:
@@ -27,8 +28,9 @@ _JUDGE_PATTERNS = ("rubric", "evaluator", "transcript", "not_transcript", "conte
 _EXTRACT_PATTERNS = ("description", "text", "pattern")
 
 
-class _Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class _Rule(Strict):
+    """A rule of the fake provider, as a user writes it: keys it does not know refused, booleans `true` and
+    `false` only."""
 
 
 class FakeToolCall(_Rule):

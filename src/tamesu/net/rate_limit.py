@@ -33,11 +33,12 @@ def said_as_events(event: Callable[..., object], mask: Callable[[str], str]) -> 
     return said
 
 
-def still_limited(times: int, runs_at_once: int) -> str:
+def still_limited(times: int, runs_going: int) -> str:
     """What a line says of a 429 that outlasted the sends again, and what to do: fewer runs at once only when runs
-    went side by side (at --parallel 1 no other run of tamesu's was asking the agent)."""
-    if runs_at_once > 1:
-        advice = f"lower --parallel ({runs_at_once} runs at once) or raise its limit"
+    went side by side when it came (`runs_going`, this one included: with one, no other run of tamesu's was asking
+    the agent, whatever --parallel allowed)."""
+    if runs_going > 1:
+        advice = f"lower --parallel ({runs_going} runs were going when it came) or raise its limit"
     else:
         advice = "raise its limit or rate_limit_retries (one run at a time: no other of tamesu's was asking it)"
     return f"the agent answered HTTP 429 (too many requests) {times} times: {advice}"

@@ -63,6 +63,9 @@ def unfit(assertion: Assertion, name: str, target: TargetSpec, steps: list[Any] 
         if metric != base_of(metric) and one_number(base_of(metric)):  # `turns_p95`: no run has a statistic of it
             return f"{metric} is measured by no run: {base_of(metric)} is one number, it takes no " \
                    f"{metric.removeprefix(base_of(metric))}"
+        if base_of(metric) == "time_to_first_token_ms" and not target.streams_replies():
+            return f"{metric} is measured only where the agent's reply streams (its first words before the rest), " \
+                   f"which {target.type} target {name} never does: its replies come whole, so they have no first token"
         need = _metric_need(metric, target)
         said = {k: v.replace("{metric}", metric) for k, v in _MEASURED.items()}
         # the browser target declares goal_steps (so `need` is None for it): whether the test takes a goal step

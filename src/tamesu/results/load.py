@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 SCHEMA_VERSION = 1
 
@@ -60,6 +61,16 @@ class LoadReport(BaseModel):
     stages: list[LoadStage] = Field(default_factory=list)
     stopped: str | None = None
     """Why the ramp ended before its last stage (the run was stopped), or was not run at all."""
+    warnings: list[str] = Field(default_factory=list)
+    """What the stage runs warned of, once per kind with how many runs did (`engine.load.Said`), and what happened
+    along the way in them (requests sent again, answers cut: `results.along_the_way`). Not written when empty."""
+
+    @model_serializer(mode="wrap")
+    def _quiet(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("warnings") == []:
+            del data["warnings"]  # a ramp that warned of nothing is written as every one before the field was
+        return data
 
 
 def _cell(p: Percentiles | None) -> str:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from tamesu.errors import Problem, article
 from tamesu.suite.yaml_reader import Document
+from tamesu.types import not_a_boolean
 
 _OWNER_NAMES = {
     "tests": "test",
@@ -116,6 +117,8 @@ def _message(error: Mapping[str, object], model: type[BaseModel], loc: tuple[obj
         return f"not {article(owner)} key{hint}"
     if kind == "missing":
         return "missing required key"
+    if kind == "bool_type" and "input" in error:  # `yes`, `on`, 1: YAML 1.1's, or a quoted "true"
+        return not_a_boolean(error["input"])
     message = str(error["msg"])
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     message = message[:1].lower() + message[1:]

@@ -136,6 +136,8 @@ class Secrets:
             for key, value in read_dotenv(path, self.warnings).items():
                 self._files.setdefault(key, value)
         self.redactor = Redactor()
+        self._given: dict[str, str] = {}
+        """Each secret handed out, by name: what `as_references` writes back as its template."""
         for variable in PROVIDER_KEY_VARIABLES:  # a key the SDK providers read themselves when no api_key is given
             if self._environ.get(variable):
                 self.redactor.add(self._environ[variable])
@@ -170,7 +172,23 @@ class Secrets:
         else:
             raise TemplateError(self.unset(name))
         self.redactor.add(value)
+        if len(value) >= _MIN_REDACTED_LENGTH:
+            self._given.setdefault(name, value)
         return value
+
+    def as_references(self, data: object) -> Any:
+        """`data` to be written where a user reads and runs it again (`tamesu test --dry-run -o`): each secret
+        handed out, as it is, written as its `{{ secrets.NAME }}` (which renders it again), and every other form
+        of a secret (encoded, cut) masked, as every artifact masks it."""
+        if isinstance(data, str):
+            for name, value in sorted(self._given.items(), key=lambda item: -len(item[1])):
+                data = data.replace(value, f"{{{{ secrets.{name} }}}}")
+            return self.redactor.text(data)
+        if isinstance(data, dict):
+            return {self.as_references(k): self.as_references(v) for k, v in data.items()}
+        if isinstance(data, list | tuple):
+            return [self.as_references(v) for v in data]
+        return data
 
 
 def _shown(path: Path) -> str:

@@ -104,6 +104,9 @@ class ModelTargetSpec(TargetSpec):
     fallback: str | ModelSpec | None = None
     """Another model, asked when `model` still fails after its retries."""
 
+    def streams_replies(self) -> bool:
+        return False  # a model's answer is read whole: it has no first token
+
     @model_validator(mode="after")
     def _coherent(self) -> ModelTargetSpec:
         if self.system is not None and self.system_file is not None:

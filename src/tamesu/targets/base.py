@@ -94,6 +94,12 @@ class TargetSpec(Strict):
     max_response_bytes: int = Field(default=4_000_000, ge=1024, le=2**31)
     """A turn's text and documents beyond this many bytes are cut, and the cut recorded (tamesu.targets.bounds)."""
 
+    def streams_replies(self) -> bool:
+        """Whether the agent's reply may be read in pieces as it comes (a stream, audio heard as it is said), so a
+        run measures `time_to_first_token_ms`; False where the spec says its replies come whole (a model's answer,
+        rest's `streaming: none`, A2A's message/send)."""
+        return True
+
     def greeting_turns(self) -> int:
         """The agent's turns before the user's first that the spec says will come (a chat widget's `greeting`):
         a script of N turns makes N plus these."""

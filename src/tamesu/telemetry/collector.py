@@ -35,6 +35,7 @@ two of the export periods tamesu gives the exporters it starts (`engine.traces.b
 `wait`), so a second exporter's span (a tool server's, a sub-agent's) that ended before the agent's entry span
 comes within it; and a quarter of `wait`, so raising `wait` (what the late spans' warning says) waits longer for
 background work that ends after the entry span."""
+_LATE_NAMES = 20  # the names of a run's late spans counted apart (`Dropped.late_in`); the rest as other names
 _POLL_S = 0.05
 """How often a run waiting for its traces looks again while they are not complete."""
 
@@ -53,6 +54,8 @@ class Dropped:
     late_spans: int = 0
     late_runs: dict[str, int] = field(default_factory=dict)
     """The late spans by the run they were of (`suite/test run N`), first come first."""
+    late_in: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The late spans' names, counted, by the folder of the run they were of (`late_named`)."""
     grpc_exports: int = 0
     """Connections (or requests) of an exporter speaking OTLP over gRPC, refused."""
     rejected_spans: int = 0
@@ -68,6 +71,19 @@ class Dropped:
     """By graded run (its label): its traces that never came (or came without the agent's span under tamesu's)
     and of which no late span has come either, with the run's `traces.wait`. What is left at the end may still
     be batched in the agent: the last runs' late spans come after tamesu exited, when nothing can say them."""
+
+    def late_named(self, folder: str, name: str, by: int) -> None:
+        """`late_in` of the run in `folder` (none: no run's) counted `by` for a span named `name` (past
+        `_LATE_NAMES` names, as ""): said in its result.json at the end (`engine._late_spans`)."""
+        if not folder:
+            return
+        named = self.late_in.setdefault(folder, {})
+        key = name if name in named or len(named) < _LATE_NAMES else ""
+        named[key] = named.get(key, 0) + by
+        if not named[key]:
+            del named[key]
+        if not named:
+            del self.late_in[folder]
 
     def words(self) -> list[str]:
         said = []
@@ -120,11 +136,11 @@ class SpanCollector:
         self._routes: dict[str, dict[RunSpans, int]] = {}
         """The trace ids of the runs not graded yet, each with the runs that sent it (more than one: a suite's
         own fixed `traceparent`, runs at once) and where its spans go in each; a run's leave when it is graded."""
-        self._closed: dict[str, tuple[str, AgentHeard | None]] = {}
-        """Trace ids of graded runs, with the run's label and agent (`_CLOSED_REMEMBERED`)."""
+        self._closed: dict[str, tuple[str, AgentHeard | None, str]] = {}
+        """Trace ids of graded runs, with the run's label, agent and folder (`_CLOSED_REMEMBERED`)."""
         self._agents: dict[tuple[str, str], AgentHeard] = {}
         self._other: set[str] = set()
-        self._unrouted: dict[str, list[tuple[Span, str | None]]] = {}
+        self._unrouted: dict[str, list[tuple[Span, tuple[str, str] | None]]] = {}
         self._unrouted_count = 0
         self.dropped = Dropped()
         self._going: set[RunSpans] = set()
@@ -134,9 +150,11 @@ class SpanCollector:
         """The target `name` whose spans are looked for at `where`, as every run of it sees it (`_silence`)."""
         return self._agents.setdefault((name, where), AgentHeard(name, where))
 
-    def run(self, max_spans: int, label: str = "", agent: AgentHeard | None = None) -> RunSpans:
-        """`label`: the run as the warnings name it (`suite/test run 2`); `agent`: its target's."""
+    def run(self, max_spans: int, label: str = "", agent: AgentHeard | None = None, folder: str = "") -> RunSpans:
+        """`label`: the run as the warnings name it (`suite/test run 2`); `agent`: its target's; `folder`: where its
+        result.json is written."""
         run = RunSpans(self, max_spans, label, agent)
+        run.folder = folder
         run.alongside = len(self._going)
         for going in self._going:
             going.alongside += 1
@@ -159,7 +177,7 @@ class SpanCollector:
             if routes is not None and routes.pop(run, None) is not None and not routes:
                 del self._routes[trace_id]
                 self._closed.pop(trace_id, None)
-                self._closed[trace_id] = (run.label, run.agent)
+                self._closed[trace_id] = (run.label, run.agent, run.folder)
         while len(self._closed) > _CLOSED_REMEMBERED:
             del self._closed[next(iter(self._closed))]
 
@@ -173,17 +191,18 @@ class SpanCollector:
             elif (closed := self._closed.get(span.trace_id)) is not None:
                 # late for its graded run, unless a run that is going names its id once its turn is answered (a
                 # suite's own fixed traceparent, sent by run after run); its agent does export: waited for again
-                graded, agent = closed
+                graded, agent, folder = closed
                 if agent is not None:
                     agent.heard()
                 self.dropped.late_spans += 1
                 late = self.dropped.late_runs
                 late[graded] = late.get(graded, 0) + 1
+                self.dropped.late_named(folder, span.name, 1)
                 if (pending := self.dropped.pending.get(graded)) is not None:
                     pending[0].discard(span.trace_id)  # said late, not still to come
                     if not pending[0]:
                         del self.dropped.pending[graded]
-                self._hold(span, graded)
+                self._hold(span, (graded, folder))
             else:
                 self.dropped.other_spans += 1
                 for going in self._going:
@@ -193,8 +212,9 @@ class SpanCollector:
                     self.dropped.other_traces += 1
                 self._hold(span, None)
 
-    def _hold(self, span: Span, late_for: str | None) -> None:
-        """`late_for`: the graded run it was counted late for, else None (counted as of no test's)."""
+    def _hold(self, span: Span, late_for: tuple[str, str] | None) -> None:
+        """`late_for`: the graded run it was counted late for (its label and folder), else None (counted as of no
+        test's)."""
         self._unrouted.setdefault(span.trace_id, []).append((span, late_for))
         self._unrouted_count += 1
         while self._unrouted_count > _UNROUTED_KEPT:
@@ -206,14 +226,16 @@ class SpanCollector:
         as late for a graded run that had sent the same id)."""
         held = self._unrouted.pop(trace_id, [])
         self._unrouted_count -= len(held)
-        for _span, late_for in held:
+        for span, late_for in held:
             if late_for is None:
                 self.dropped.other_spans -= 1
                 continue
+            label, folder = late_for
             self.dropped.late_spans -= 1
-            self.dropped.late_runs[late_for] -= 1
-            if not self.dropped.late_runs[late_for]:
-                del self.dropped.late_runs[late_for]
+            self.dropped.late_runs[label] -= 1
+            if not self.dropped.late_runs[label]:
+                del self.dropped.late_runs[label]
+            self.dropped.late_named(folder, span.name, -1)
         if trace_id in self._other and any(late_for is None for _span, late_for in held):
             self._other.discard(trace_id)
             self.dropped.other_traces -= 1
@@ -241,6 +263,7 @@ class RunSpans:
         self.alongside = 0
         """The other runs that went at some time while this one did (`SpansFile.runs_alongside`)."""
         self.closed = False
+        self.folder = ""  # where the run's result.json is written (`SpanCollector.run`)
         self._turn_starts: list[tuple[int, int]] = []
         """(wall-clock ns, turn): where a conversation trace's spans fall."""
         self._sent = Sent()

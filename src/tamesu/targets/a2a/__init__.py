@@ -320,7 +320,7 @@ class A2ATarget(Target[A2ASpec]):
             if error.too_large_grpc is not None:
                 self._require_wire().grpc_refused(error.too_large_grpc)
             raise failure(error, self.spec.rate_limit_retries, self._what, self._require_choice(), self._url,
-                          session.redactor.text, session.runs_at_once) from None
+                          session.redactor.text, session.runs_going()) from None
         return self._agent_turn(progress, message.message_id, sent_at)
 
     def _agent_turn(self, progress: Progress, message_id: str, sent_at: float) -> AgentTurn:

@@ -138,10 +138,10 @@ def described(error: AgentError, choice: Choice) -> str:
 
 
 def failure(error: AgentError, retries: int, what: str, choice: Choice, url: str,
-            mask: Callable[[str], str], runs_at_once: int = 1) -> InfraError | TurnError:
+            mask: Callable[[str], str], runs_going: int = 1) -> InfraError | TurnError:
     """What a turn the agent answered with an error raises: a 429 that outlasted `retries` and a refusal before any
     agent read the request are the infrastructure's (exit 3), anything else the agent's answer (the turn fails)."""
-    if (limited := still_rate_limited(error, retries, what, runs_at_once)) is not None:
+    if (limited := still_rate_limited(error, retries, what, runs_going)) is not None:
         return limited
     # at the target's own url too: a wrong path is seen only in the url it refused
     where = card_gave(choice, url, mask) or f" at {shown_url(url, mask)}"
@@ -152,12 +152,12 @@ def failure(error: AgentError, retries: int, what: str, choice: Choice, url: str
     return TurnError(described(error, choice), raw=error.raw(), status=error.status)
 
 
-def still_rate_limited(error: AgentError, retries: int, what: str, runs_at_once: int = 1) -> InfraError | None:
+def still_rate_limited(error: AgentError, retries: int, what: str, runs_going: int = 1) -> InfraError | None:
     """A 429 after `retries` sends again (net.rate_limit, beneath the SDK): no answer of the agent's to grade, so
     an infrastructure error, not a failed turn; with `retries` 0 the 429 is the agent's error."""
     if error.status != 429 or retries == 0:
         return None
-    return InfraError(f"{what}: {still_limited(retries + 1, runs_at_once)} (rate_limit_retries: 0 takes a 429 as "
+    return InfraError(f"{what}: {still_limited(retries + 1, runs_going)} (rate_limit_retries: 0 takes a 429 as "
                       "the agent's error)")
 
 

@@ -90,6 +90,9 @@ class A2ASpec(TargetSpec):
             raise ValueError("stream and push are two ways to follow a task: keep one")
         return self
 
+    def streams_replies(self) -> bool:
+        return self.stream  # message/send answers whole: only message/stream has a first token
+
     def fixed_addrs(self) -> frozenset[str]:
         push = self.push_spec
         if push is None or push.addr is None or fixed_port(push.addr) is None:

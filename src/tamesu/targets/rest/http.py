@@ -280,7 +280,7 @@ class Http:
             await asyncio.sleep(wait)
             self.unreachable = None
         raise InfraError(f"{self._what}: {request.method} {self._mask(request)}: "
-                         f"{still_limited(self._rate_limit_retries + 1, self._session.runs_at_once)} "
+                         f"{still_limited(self._rate_limit_retries + 1, self._session.runs_going())} "
                          "(rate_limit_retries: 0 takes a 429 as the turn's answer)")
 
     async def fetch(self, request: Request, heard: Callable[[int], object] | None = None) -> Answer:

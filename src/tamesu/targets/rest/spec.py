@@ -263,6 +263,13 @@ class RestSpec(TargetSpec):
             raise ValueError("a websocket sends text messages: request.multipart needs streaming none or sse")
         return self
 
+    def streams_replies(self) -> bool:
+        """A reply streamed (sse, websocket), posted back in pieces (`listen`), or perhaps streamed (`streaming` not
+        set: the answer's content type says); `streaming: none` and a polled reply come whole."""
+        if self.response.listen is not None:
+            return True
+        return self.response.poll is None and (self.streaming != "none" or "streaming" not in self.model_fields_set)
+
     def fixed_addrs(self) -> frozenset[str]:
         listen = self.response.listen
         addr = None if listen is None else listen.fixed_addr()
