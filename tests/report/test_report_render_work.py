@@ -19,6 +19,10 @@ from tamesu.net.serve import ThreadServer
 from tamesu.report import _artifacts, _html_text, _html_turns, html
 from tamesu.report.load import LoadedRun, load_run
 
+# one worker for the module: its tests share `runs` (two `tamesu run`s, 5.4 s of a CI run's worker at its first
+# test), and spread over the workers each worker that got one of them made both runs again (11.1 s in all)
+pytestmark = pytest.mark.xdist_group("render-work")
+
 TURNS = 5
 MAX_CALLS_PER_TEST = 800
 """A scripted test of five turns, each answered with a tool call: 720 calls of the report's (reading its

@@ -129,7 +129,7 @@ class BrowserTarget(Target[BrowserSpec]):
             context.set_default_timeout(self.spec.step_timeout * 1000)
             context.set_default_navigation_timeout(self.spec.load_timeout * 1000)
             if self.spec.trace:
-                await context.tracing.start(screenshots=True, snapshots=True)
+                await context.tracing.start(screenshots=self.spec.trace_screenshots, snapshots=True)
             if self.spec.allowed_domains:
                 await context.route("**/*", self._guard)
             await self._trace_agent_origin(context, session)

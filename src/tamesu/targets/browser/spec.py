@@ -111,7 +111,12 @@ class BrowserSpec(TargetSpec):
     turn_timeout: Duration = Field(60.0, gt=0)
     """How long a chat turn (`chat:`) waits for the agent's answer in the page before it fails."""
     trace: bool = True
-    """Record a Playwright trace (`trace.zip`) and a HAR (`network.har`) of every run."""
+    """Record a Playwright trace (`trace.zip`: the page's DOM before and after each action, its network) and a HAR
+    (`network.har`) of every run."""
+    trace_screenshots: bool = False
+    """With `trace`, also record the page's screencast in the trace (the film strip of `playwright show-trace`).
+    Off by default: Chromium encodes a frame at every paint and tamesu's own screenshots wait behind them; the web
+    shop example's suite took twice as long with it (the page after each step and chat turn is in `steps/` anyway)."""
     cdp_url: str | None = None
     """Attach to a Chromium that is already running (`http://127.0.0.1:9222`) instead of starting one."""
 
