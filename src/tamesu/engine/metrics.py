@@ -130,3 +130,21 @@ def unmeasured_slos(slos: Iterable[str], runs_measured: Iterable[Mapping[str, fl
         if not any(recorded(name, measured) for measured in runs):
             out[name] = difflib.get_close_matches(name, known, n=2, cutoff=0.75)
     return out
+
+
+def unmeasured_slo_lines(slos: list[str], graded: Iterable[Mapping[str, float]]) -> list[str]:
+    """The run's line for each SLO no graded run measured (`graded`: the metrics of the runs that were graded)."""
+    missing = unmeasured_slos(slos, graded)
+    if not missing:
+        return []
+    from tamesu import targets  # every target type is imported to say which measure it: only when one is missing
+
+    declared = targets.declared_metrics()
+    said = []
+    for name, close in missing.items():
+        # an audio metric on text tests passes them (Concepts): which targets measure it says why none did
+        kinds = [kind for kind, names in declared.items() if recorded(name, dict.fromkeys(names, 0.0))]
+        said.append(f"slo {name}: no test of this run measured it, so it passed unchecked"
+                    + (f" (did you mean {' or '.join(close)}?)" if close else "")
+                    + (f": it is measured only by {targets.types_said(kinds)}" if kinds else ""))
+    return said

@@ -20,7 +20,7 @@ from tamesu.engine._late_spans import say_late_spans
 from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
 from tamesu.engine.conversation import Going, RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
-from tamesu.engine.metrics import recorded, unmeasured_slos
+from tamesu.engine.metrics import unmeasured_slo_lines
 from tamesu.engine.repeats import aggregate, run_adaptively, run_dir_name
 from tamesu.engine.runlog import LOG_FILE, library_logs
 from tamesu.engine.stop import RunStop
@@ -190,19 +190,9 @@ class Runner:
         return ModelSpend(**{**vars(totals), "usd": round(totals.usd, 6)})
 
     def _unmeasured_slos(self) -> list[str]:
-        slos = [name for test in self.tests for name in test.slo]
         graded = (run.metrics for result in self.results for run in result.runs
                   if run.status == "passed" or (run.status == "failed" and not run.not_evaluated))
-        missing = unmeasured_slos(slos, graded)
-        declared = targets.declared_metrics() if missing else {}  # imports every target type: only then
-        said = []
-        for name, close in missing.items():
-            # an audio metric on text tests passes them (Concepts): which targets measure it says why none did
-            kinds = [kind for kind, names in declared.items() if recorded(name, dict.fromkeys(names, 0.0))]
-            said.append(f"slo {name}: no test of this run measured it, so it passed unchecked"
-                        + (f" (did you mean {' or '.join(close)}?)" if close else "")
-                        + (f": it is measured only by {targets.types_said(kinds)}" if kinds else ""))
-        return said
+        return unmeasured_slo_lines([name for test in self.tests for name in test.slo], graded)
 
     def _interrupt(self, signum: int) -> None:
         self.stopping.trigger(signum)

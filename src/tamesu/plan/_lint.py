@@ -292,13 +292,15 @@ _TLS_FILES = ("ca_file", "cert_file", "key_file")
 
 
 def missing_tls_files(suite: LoadedSuite) -> list[Problem]:
-    """Every `tls:` block of the suite and of its project (targets, models, remote agents, hooks, checks) whose
-    files are not here; a templated path is left to the run."""
+    """Every `tls:` block of the suite and of its project outside its tests (targets, models, remote agents,
+    hooks, `defaults`) whose files are not here; a templated path is left to the run. The tests are not walked:
+    planning costs the same per test with or without this (an `http` check's own block is said by its run)."""
     warnings = []
     for doc in (suite.project.doc, suite.doc):
-        if doc is None:
+        if doc is None or not isinstance(doc.data, dict):
             continue
-        for loc, block in _tls_blocks(doc.data, ()):
+        outside = {key: value for key, value in doc.data.items() if key != "tests"}
+        for loc, block in _tls_blocks(outside, ()):
             for key in _TLS_FILES:
                 name = block.get(key)
                 if isinstance(name, str) and "{{" not in name and not Path(expand_home(name)).is_file():
