@@ -275,3 +275,24 @@ tests:
     assert f"  user: hi\n  agent: You said hi.\n  user: be slow\n  agent: (no answer: {why})\n" in result.stdout, \
         result.stdout
     assert f"agent: (no answer: {why})" in (tmp_path / "junit.xml").read_text()  # and in pytest's --junitxml
+
+
+def test_a_suites_warnings_are_at_the_line_they_are_about(tmp_path: Path) -> None:
+    # before: each was at `g.tamesu.yaml:0` (pytest's place for a file), and the golden one told of a
+    # `--update-golden` run, an option pytest does not have
+    (tmp_path / "g.tamesu.yaml").write_text(
+        "targets:\n  bot: { type: model, model: bot }\n"
+        "models:\n  bot: { provider: fake, rules: [ { when: hi, say: hello } ] }\n"
+        "load: { ramp: [1], hold: 60s }\n"
+        "tests:\n"
+        "  - { name: a, tags: [xfail], scenario: { script: [ { say: hi } ] } }\n"
+        "  - name: b\n    scenario: { script: [ { say: hi } ] }\n    assert: [ { golden: b.txt } ]\n")
+    result = run_pytest(["-q", "--tamesu-out", "runs", "-W", "always"], cwd=tmp_path)
+    out = result.stdout + result.stderr
+    said = [line.strip() for line in out.splitlines() if "PytestWarning: tamesu:" in line]
+    where = {line.split(": PytestWarning: tamesu: ")[1].split(":")[0]: Path(line.split(": PytestWarning")[0]).name
+             for line in said}  # the golden one's place is in its words too: g.tamesu.yaml:10:25
+    assert where == {"g.tamesu.yaml": "g.tamesu.yaml:10", "suite g": "g.tamesu.yaml:5", "g/a": "g.tamesu.yaml:7"}, out
+    assert "no golden file b.txt yet (relative to the suite's folder): `tamesu run --update-golden` writes it " \
+           "(pytest has no such option)" in out, out
+    assert "a run with --update-golden" not in out, out

@@ -87,11 +87,12 @@ class SuiteFile(pytest.File):
         except ConfigError as exc:
             raise self.CollectError(str(exc)) from None
         for warning in plan.warnings:
-            self.warn(pytest.PytestWarning(f"tamesu: {warning}"))
+            self._warn_at(f"tamesu: {_under_pytest(str(warning))}", Path(warning.file), warning.line)
         for suite in plan.suites:
             if suite.spec.load is not None:  # each item would ramp its one test for the whole ramp, unseen
-                self.warn(pytest.PytestWarning(f"tamesu: suite {suite.name}: its load: stages are not run under "
-                                               "pytest (each item is one test's verdict): `tamesu run` runs them"))
+                self._warn_at(f"tamesu: suite {suite.name}: its load: stages are not run under pytest (each item "
+                              "is one test's verdict): `tamesu run` runs them", suite.doc.path,
+                              suite.doc.position(("load",))[0])
         theirs = _others_markers(self.config)
         for test in plan.tests:
             item = TamesuItem.from_parent(self, name=test.name, plan=plan, planned=test)
@@ -100,7 +101,7 @@ class SuiteFile(pytest.File):
                 if tag in theirs:
                     # `skip`, `xfail`, `timeout`...: as a marker it would skip the test, or stop the session
                     item.extra_keyword_matches.add(tag)  # `-k skip` still selects it
-                    self.warn(pytest.PytestWarning(f"tamesu: {test.id}: tag {tag!r} is pytest's own marker (or a "
+                    item.warn(pytest.PytestWarning(f"tamesu: {test.id}: tag {tag!r} is pytest's own marker (or a "
                                                    f"plug-in's), so it is no marker of this test: -k {tag} selects it"))
                 elif tag.isidentifier():
                     # tags are markers too, so `-m smoke` selects as `--tags smoke` does
@@ -110,6 +111,19 @@ class SuiteFile(pytest.File):
                 reason = test.spec.skip if isinstance(test.spec.skip, str) else "skip: true"
                 item.add_marker(pytest.mark.skip(reason=reason))
             yield item
+
+
+    def _warn_at(self, message: str, file: Path, line: int) -> None:
+        """A warning at the line it is about: pytest's own `warn` puts a file's at FILE:0, its first line unknown."""
+        path = file if file.is_absolute() else Path.cwd() / file
+        warnings.warn_explicit(pytest.PytestWarning(message), category=None,
+                               filename=str(path if path.is_file() else self.path), lineno=max(line, 1))
+
+
+def _under_pytest(warning: str) -> str:
+    """A plan's warning as a pytest user can act on it: this plug-in has no `--update-golden` of its own."""
+    return warning.replace("a run with --update-golden writes it", "`tamesu run --update-golden` writes it "
+                           "(pytest has no such option)")
 
 
 _TAG = "tamesu tag"

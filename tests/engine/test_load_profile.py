@@ -236,6 +236,12 @@ def test_a_bad_ramp_is_one_line(tmp_path: Path, tamesu) -> None:
     assert "a stage's concurrency is 1 to 1000, not 0" in result.stdout + result.stderr
     write(tmp_path, "http://127.0.0.1:9", "{ ramp: [1], hold: 0s }")
     assert tamesu(["validate"], cwd=tmp_path).returncode == 2
+    # before: a quoted stage was taken as the number (`'4'` ran 4 at once); a string is refused, as it is a typo
+    write(tmp_path, "http://127.0.0.1:9", "{ ramp: ['4'], hold: 10s }")
+    quoted = tamesu(["validate"], cwd=tmp_path)
+    assert quoted.returncode == 2, quoted.stdout + quoted.stderr
+    assert quoted.stderr.splitlines()[0].endswith(": load.ramp[0]: input should be a valid integer, got '4'"), \
+        quoted.stderr
 
 
 @pytest.mark.audio

@@ -124,3 +124,19 @@ def test_the_transport_event_names_the_fallback_the_model_falls_to(tmp_path: Pat
         said[run["dir"].split("/")[-2]] = (transport["fallback"], transport.get("fallbacks"), fell["fallback"])
     assert said == {"own": ("fake:spare", None, "fake:spare"),
                     "both": ("fake:spare", ["fake:spare", "last"], "fake:spare")}, said
+
+
+def test_a_templated_password_in_a_models_base_url_is_sent_whole(tmp_path: Path, tamesu: Any, serve: Serve) -> None:
+    # before: base_url was rendered as text, so the `/` of the password ended the host early (`bot:a` as the
+    # host, the port `a`): the model could not be reached; rendered as a URL its userinfo is percent-encoded
+    bot = OpenAIServer()
+    bot.plan(text("hello there"))
+    url = bot.base_url(serve(bot.app).url).replace("http://", "http://bot:{{secrets.BOT_PW}}@")
+    (tmp_path / "tamesu.yaml").write_text(
+        f"suites: ['suite.yaml']\nmodels:\n  bot: {{ provider: openai, model: gpt-4o-mini, base_url: '{url}' }}\n")
+    (tmp_path / "suite.yaml").write_text(SUITE.replace("repeat: 3", "repeat: 1"))
+    done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path,
+                  env={"OPENAI_API_KEY": "sk-test", "BOT_PW": "s3/cr?t"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(bot.calls()) == 1
+    assert not [p for p in (tmp_path / "out").rglob("*") if p.is_file() and b"s3/cr?t" in p.read_bytes()]

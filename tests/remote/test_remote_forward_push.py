@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from a2a.types.a2a_pb2 import (
     GetTaskPushNotificationConfigRequest,
@@ -30,6 +31,12 @@ from remote.test_remote_agents import (
 )
 from remote.test_remote_forward_grpc import grpc_client
 from sdk_groups import IN_PROCESS_A2A_SERVER
+from sessions import new_session
+from tamesu.remote._push_relay import PushRelay
+from tamesu.remote.card import Addresses
+from tamesu.remote.server import RemoteAgentServer
+from tamesu.suite.remote_agents import RemoteAgentSpec
+from wire_servers import faulty_server
 
 pytestmark = IN_PROCESS_A2A_SERVER
 
@@ -132,3 +139,26 @@ async def test_a_proxy_bound_to_every_interface_gives_the_real_agent_a_push_url_
     assert [c.url.startswith(f"http://127.0.0.1:{port}/.tamesu/push/") for c in held.configs] == [True], held.configs
     assert (relayed["task_id"], relayed["url"], relayed["status"]) == (answer.task.id, listener.url, 200)
     assert not [e for e in [*real._session.events, *proxy._session.events] if e.name == "push_failed"]
+
+
+async def test_a_resent_pushs_url_is_named_without_its_password(tmp_path: Path) -> None:
+    # before: `resent` (and the relay's push_relayed/push_failed) named the listener's url with its user:password@,
+    # in the run's events and so in its folder; the password was no declared secret, so nothing masked it
+    session = new_session(tmp_path)
+    relay = PushRelay("billing", session)
+    server = RemoteAgentServer("billing", RemoteAgentSpec(), session, None, lambda d: None, lambda n, b: None,
+                               lambda d, m: None)
+    server._make_handler(Addresses(origin="http://127.0.0.1:9", grpc=None))
+    assert server._push_client is not None
+    try:
+        async with faulty_server("reset") as port:
+            for client in (relay._client, server._push_client):
+                with pytest.raises(httpx.HTTPError):  # the reset: connection failed before any answer
+                    await client.post(f"http://alice:hunter2@127.0.0.1:{port}/push", content=b"x" * 1_000_000)
+    finally:
+        await relay.aclose()
+        await server._push_client.aclose()
+    resent = [e.data["url"] for e in session.events if e.name == "resent"]
+    assert resent == [f"http://***@127.0.0.1:{port}/push"] * 2, resent
+    assert "hunter2" not in repr([e.data for e in session.events])
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and b"hunter2" in p.read_bytes()]

@@ -319,6 +319,18 @@ def test_a_test_needs_something_to_play_the_user(tmp_path: Path, tamesu) -> None
         "models.simulator so the persona can speak")
 
 
+def test_a_stop_when_nothing_judges_is_refused_where_written(tmp_path: Path, tamesu) -> None:
+    # before: valid, and the script said its steps and ended with script_done: the condition was never looked at
+    write(tmp_path, TARGET + "tests:\n  - name: a\n    target: api\n"
+                             "    scenario: { script: [ {say: x} ], stop_when: the agent gives a refund }\n")
+    result = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        "suite.yaml:8:50: tests[0].scenario.stop_when: nothing would judge stop_when: the simulated user does, and it "
+        "plays only with scenario.goal, a persona or scenario.attack and models.simulator (a script alone ends after "
+        "its steps)", "1 problem found"]
+
+
 def test_a_url_made_from_templates_that_cannot_be_sent_to_is_one_line(tmp_path: Path, tamesu) -> None:
     # whole only at run time: it was `internal error: ValueError: Port out of range 0-65535`
     write(tmp_path, "targets:\n  api: { type: rest, url: '{{env.AGENT_URL}}/chat' }\n"

@@ -331,7 +331,7 @@ async def _model_findings(plan: Plan) -> list[Finding]:
             continue
         seen.add(f"{where}/{asked}")
         if asked not in problems:
-            problems[asked] = await check(spec, context.render_text)
+            problems[asked] = await check(spec, context.render_text, render_url=context.render_url)
         problem = problems[asked]
         # a server may quote back a header or key it was sent, in any encoding: mask what was rendered
         shown = plan.secrets.redactor.text(problem) if problem else "ready"

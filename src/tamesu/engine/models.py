@@ -21,6 +21,6 @@ def project_models(project: Project, secrets: Secrets, cache_mode: CacheMode | N
     if cache_mode is not None:
         cache_spec = cache_spec.model_copy(update={"mode": cache_mode})
     context = Context(secrets=secrets, env=dict(os.environ), vars=project.spec.vars)
-    return ModelRegistry(project.spec.models, render=context.render_text,
+    return ModelRegistry(project.spec.models, render=context.render_text, render_url=context.render_url,
                          cache=ReplayCache.from_spec(cache_spec, base_dir=project.dir, mask=secrets.redactor.data),
                          ledger=Ledger(project.spec.budget), mask=secrets.redactor.data)

@@ -204,8 +204,9 @@ class Runner:
         budget = suite.spec.budget
         ledger = Ledger(budget, parent=self.ledger) if budget.usd is not None or budget.tokens is not None \
             else self.ledger
-        return ModelRegistry(specs, render=self._suite_context(suite).render_text, cache=self.cache, ledger=ledger,
-                             mask=self.plan.secrets.redactor.data)
+        context = self._suite_context(suite)
+        return ModelRegistry(specs, render=context.render_text, render_url=context.render_url, cache=self.cache,
+                             ledger=ledger, mask=self.plan.secrets.redactor.data)
 
     def _suite_context(self, suite: LoadedSuite) -> Context:
         merged, _ = resolve_vars({**self.plan.project.spec.vars, **suite.spec.vars})  # their problems: the plan's

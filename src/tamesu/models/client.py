@@ -254,7 +254,9 @@ class ModelRegistry:
     """The models of one run by role (the `Models` protocol): clients with a shared cache and ledger.
 
     `render` turns templates such as `{{secrets.X}}` in `api_key`, `base_url` and `headers` into values; it is
-    called only when a provider is created, so a replay from the cache needs no secrets.
+    called only when a provider is created, so a replay from the cache needs no secrets. `render_url` renders
+    `base_url` (`Context.render_url`: a templated password holding `/` in its `user:password@` stays whole);
+    left out, `render` does.
     """
 
     def __init__(
@@ -262,6 +264,7 @@ class ModelRegistry:
         specs: Mapping[str, ModelSpec],
         *,
         render: Callable[[str], str] | None = None,
+        render_url: Callable[[str], str] | None = None,
         cache: ReplayCache | None = None,
         ledger: Ledger | None = None,
         sleep: Sleep | None = None,
@@ -277,6 +280,7 @@ class ModelRegistry:
         self.base_dir = base_dir
         """Where the fake provider finds a rules file named by a relative path (the suite's directory)."""
         self.render = render or (lambda text: text)
+        self.render_url = render_url or self.render
         self.cache = cache
         self.ledger = ledger if ledger is not None else Ledger()
         self._sleep = sleep
@@ -290,9 +294,9 @@ class ModelRegistry:
         """The same models (sharing providers and cache) charging another ledger, usually `ledger.scope()` of
         one test run, and reporting retries and timeouts to `record` (its `session.event`). Close the
         registry it came from, not this one."""
-        return ModelRegistry(self.specs, render=self.render, cache=self.cache, ledger=ledger, sleep=self._sleep,
-                             base_dir=self.base_dir, record=record, mask=self.mask, _providers=self._providers,
-                             _gates=self._gates)
+        return ModelRegistry(self.specs, render=self.render, render_url=self.render_url, cache=self.cache,
+                             ledger=ledger, sleep=self._sleep, base_dir=self.base_dir, record=record, mask=self.mask,
+                             _providers=self._providers, _gates=self._gates)
 
     def spec(self, role: str, override: object = None) -> ModelSpec:
         """The spec serving a role, or an assertion's `model:` override (a name under `models:`, a ModelSpec,
@@ -360,7 +364,7 @@ class ModelRegistry:
     def _rendered(self, spec: ModelSpec) -> tuple[ModelSpec, str | None]:
         try:
             update = {
-                "base_url": self.render(spec.base_url) if spec.base_url else None,
+                "base_url": self.render_url(spec.base_url) if spec.base_url else None,
                 "headers": {name: self.render(value) for name, value in spec.headers.items()},
                 "api_key": None,  # handed over separately, and never kept in a spec that could be printed
             }
@@ -401,7 +405,8 @@ DOCTOR_TIMEOUT = 20.0
 """The longest `tamesu doctor` waits for its one completion from a model."""
 
 
-async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, timeout: float = 3.0) -> str | None:
+async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, timeout: float = 3.0,
+                render_url: Callable[[str], str] | None = None) -> str | None:
     """What would stop this model from answering (no key, server unreachable, key refused, no completion),
     or None. A short GET of the server's model list, then one short completion through the real provider: a
     model is ready only once it has answered with a completion. The key is sent only to the configured
@@ -410,7 +415,7 @@ async def check(spec: ModelSpec, render: Callable[[str], str] | None = None, tim
         return None
     render = render or (lambda text: text)
     try:
-        base_url = render(spec.base_url) if spec.base_url else None
+        base_url = (render_url or render)(spec.base_url) if spec.base_url else None
         api_key = render(spec.api_key) if spec.api_key else None
         headers = {name: render(value) for name, value in spec.headers.items()}
     except TemplateError as exc:

@@ -72,6 +72,11 @@ def check_user_side(
         problems.append(doc.problem((*loc, "scenario", "attack"), "an attack is played by the simulated user: "
                                     "set models.simulator in tamesu.yaml or the suite"))
         return
+    if scenario.stop_when and not (has_simulator and (scenario.goal or spec.persona or scenario.attack)):
+        # the simulator judges stop_when; a script alone (or no simulator model) says its steps and ends: ignored
+        problems.append(doc.problem((*loc, "scenario", "stop_when"), "nothing would judge stop_when: the simulated "
+                                    "user does, and it plays only with scenario.goal, a persona or scenario.attack "
+                                    "and models.simulator (a script alone ends after its steps)"))
     if scenario.script and not has_simulator:
         return
     if not has_simulator:

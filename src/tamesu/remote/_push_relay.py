@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tamesu.conversation import Session
 from tamesu.net.clients import AsyncClient, client_options, os_reason
+from tamesu.net.urls import shown_url
 from tamesu.remote._wire import Reply
 
 PUSH_PATH = "/.tamesu/push/"
@@ -52,7 +53,8 @@ class PushRelay:
                                    total=PUSH_TIMEOUT)
 
     def _resent(self, request: httpx.Request, reason: str) -> None:
-        self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
+        self._session.event("resent", agent=self.name, reason=reason,
+                            url=shown_push_url(self._session, str(request.url)))
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -145,7 +147,7 @@ class PushRelay:
         reply = Reply()
         with contextlib.suppress(ValueError, UnicodeDecodeError):  # a body it cannot read is relayed all the same
             reply.feed(json.loads(body))
-        shown = self._session.redactor.text(listener)
+        shown = shown_push_url(self._session, listener)
         try:
             answer = await self._client.post(listener, content=body,
                                              headers={k: v for k, v in headers.items() if k in _PASSED})
@@ -162,6 +164,12 @@ class PushRelay:
     def _failed(self, reply: Reply, url: str, reason: str) -> None:
         self._session.event("push_failed", agent=self.name, task_id=reply.task_id, url=url,
                             reason=self._session.redactor.text(reason))
+
+
+def shown_push_url(session: Session, url: str) -> str:
+    """A listener's url as the run's events name it: its secrets masked and never a `user:password@` in it (a
+    credential whether or not it was declared a secret)."""
+    return shown_url(url, session.redactor.text, query=True)
 
 
 async def _answer(send: Send, status: int, body: bytes) -> None:

@@ -44,6 +44,7 @@ from tamesu.net.unverified_grpc import UncheckedRelay
 from tamesu.remote._binding import JSONRPC_PATHS, GrpcTagger, HttpTagger
 from tamesu.remote._card_cache import CardCache
 from tamesu.remote._grpc_relay import GrpcRelay
+from tamesu.remote._push_relay import shown_push_url
 from tamesu.remote.card import Addresses, extended_card, public_card
 from tamesu.remote.executor import Delegation, Fuzzed, ScriptedExecutor, refused_delegation
 from tamesu.remote.forward import CONNECT_TIMEOUT, Forwarding, ForwardProxy
@@ -202,11 +203,12 @@ class RemoteAgentServer:
             self._record(delegation)
 
     def _push_failed(self, task_id: str, url: str, reason: str) -> None:
-        self._session.event("push_failed", agent=self.name, task_id=task_id, url=self._session.redactor.text(url),
+        self._session.event("push_failed", agent=self.name, task_id=task_id, url=shown_push_url(self._session, url),
                             reason=self._session.redactor.text(reason))
 
     def _push_resent(self, request: httpx.Request, reason: str) -> None:
-        self._session.event("resent", agent=self.name, reason=reason, url=self._session.redactor.text(str(request.url)))
+        self._session.event("resent", agent=self.name, reason=reason,
+                            url=shown_push_url(self._session, str(request.url)))
 
     def _starlette(self, public: Any, extra_jsonrpc: tuple[str, ...] = ()) -> Starlette:
         assert self._handler is not None
