@@ -513,6 +513,7 @@ targets:
 tests:
   - { name: t, target: s, scenario: { script: [ { say: hi } ] } }
 """)
+    (tmp_path / "c.pem").write_text("there: a file that is not is a warning of its own")
     done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == [
@@ -575,6 +576,7 @@ targets:
 tests:
   - { name: t, target: a2a_http, scenario: { script: [ { say: hi } ] } }
 """)
+    (tmp_path / "ca.pem").write_text("there: a file that is not is a warning of its own")
     done = tamesu(["validate", "suite.yaml"], cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == [

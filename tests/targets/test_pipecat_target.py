@@ -471,7 +471,7 @@ tests:
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert any(line.startswith("t.tamesu.yaml:3:") and "a pipecat url is ws:// or wss://" in line for line in lines)
-    assert any(line.startswith("t.tamesu.yaml:4:") and "tool_results.f" in line for line in lines), lines
+    assert any(line.startswith("t.tamesu.yaml:4:") and "tool_results: f[0]: when: " in line for line in lines), lines
     assert any(line.startswith("t.tamesu.yaml:5:") and "sample_rate" in line for line in lines), lines
 
 
