@@ -498,10 +498,21 @@ def _a2a_target_missing() -> bool:
 def test_the_a2a_demo_runs_its_suite_and_passes(tmp_path: Path, protocol: str) -> None:
     # its agent a fork of the warm process too, as the module's shops are
     agent_python = {"TAMESU_DEMO_PYTHON": shlex.join(forked.script_python())}
-    demo = subprocess.run([sys.executable, str(ROOT / "scripts" / "demo_a2a.py"), "--protocol", protocol,
-                           "--out", str(tmp_path)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **warm_demo(tmp_path), **agent_python})
+    def run_demo(out: Path) -> subprocess.CompletedProcess[str]:
+        out.mkdir()
+        return subprocess.run([sys.executable, str(ROOT / "scripts" / "demo_a2a.py"), "--protocol", protocol,
+                               "--out", str(out)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **warm_demo(out), **agent_python})
+
+    demo = run_demo(tmp_path / "first")
+    failed = [line.strip() for line in demo.stdout.splitlines() if line.strip().startswith("✗")]
+    if demo.returncode == 1 and failed and all(line.startswith("✗ slo/") for line in failed):
+        # the suite's latency SLO (p95 under 3 s) against a local agent: a full CI run once starved it to 4.1 and
+        # 8.5 s (the whole suite 31 s for its usual 5); every other check had passed. Made again once: it must pass
+        first = demo.stdout
+        demo = run_demo(tmp_path / "again")
+        assert demo.returncode == 0, f"made again after an SLO-only failure:\n{first}\n---\n{demo.stdout}{demo.stderr}"
     assert demo.returncode == 0, demo.stdout + demo.stderr
 
 
