@@ -505,15 +505,22 @@ def test_the_a2a_demo_runs_its_suite_and_passes(tmp_path: Path, protocol: str) -
                               cwd=ROOT, capture_output=True, text=True, timeout=300,
                               env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200", **warm_demo(out), **agent_python})
 
-    demo = run_demo(tmp_path / "first")
-    failed = [line.strip() for line in demo.stdout.splitlines() if line.strip().startswith("✗")]
-    if demo.returncode == 1 and failed and all(line.startswith("✗ slo/") for line in failed):
-        # the suite's latency SLO (p95 under 3 s) against a local agent: a full CI run once starved it to 4.1 and
-        # 8.5 s (the whole suite 31 s for its usual 5); every other check had passed. Made again once: it must pass
-        first = demo.stdout
-        demo = run_demo(tmp_path / "again")
-        assert demo.returncode == 0, f"made again after an SLO-only failure:\n{first}\n---\n{demo.stdout}{demo.stderr}"
-    assert demo.returncode == 0, demo.stdout + demo.stderr
+    # the suite's latency bounds (turn_latency_ms_p95 under 3 s, time_to_first_token_ms under 2 s) are wall-clock
+    # bounds on a local agent: full CI runs starved them (the suite 31 and 41 s for its usual 5; p95 3.5 to 8.5 s,
+    # first token 2.3 s) while every other check passed. A run that failed only latency checks is made again, at
+    # most twice; one must pass, and any other failure fails at once
+    printed: list[str] = []
+    for attempt in ("first", "again", "last"):
+        demo = run_demo(tmp_path / attempt)
+        printed.append(demo.stdout + demo.stderr)
+        if demo.returncode != 1 or not _only_latency_failed(demo.stdout):
+            break
+    assert demo.returncode == 0, "\n---\n".join(printed)
+
+
+def _only_latency_failed(printed: str) -> bool:
+    failed = [line.strip() for line in printed.splitlines() if line.strip().startswith("✗")]
+    return bool(failed) and all(re.match(r"✗ (slo/|\S+/metric: )\w+_ms(_p\d+)?: ", line) for line in failed)
 
 
 def test_the_a2a_pages_example_is_where_the_page_says_and_make_integration_runs_it() -> None:
