@@ -55,9 +55,11 @@ def check_audio(
 
 
 def check_user_side(
-    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem]
+    suite: LoadedSuite, spec: TestSpec, doc: Document, loc: tuple[object, ...], problems: list[Problem],
+    warnings: list[Problem],
 ) -> None:
-    """Something must play the user: script steps, or a simulator model with a goal, or a counterpart."""
+    """Something must play the user: script steps, or a simulator model with a goal, or a counterpart. A goal or
+    a persona beside a script with no simulator model is played by nothing: said where written."""
     if spec.skip or spec.steps:
         return
     scenario = spec.scenario
@@ -78,6 +80,7 @@ def check_user_side(
                                     "user does, and it plays only with scenario.goal, a persona or scenario.attack "
                                     "and models.simulator (a script alone ends after its steps)"))
     if scenario.script and not has_simulator:
+        warnings.extend(_unplayed(spec, doc, loc))
         return
     if not has_simulator:
         problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
@@ -86,6 +89,27 @@ def check_user_side(
     elif not scenario.goal and not scenario.script and scenario.attack is None:
         problems.append(doc.problem((*loc, "scenario") if "scenario" in doc_keys(doc, loc) else loc,
                                     "the simulated user needs scenario.goal (or scenario.script steps)"))
+
+
+_SIMULATOR_ONLY = ("name", "style", "language", "background", "facts")
+"""The persona's keys only the simulated user reads (voice and behaviors are the script's too, on audio targets)."""
+
+
+def _unplayed(spec: TestSpec, doc: Document, loc: tuple[object, ...]) -> list[Problem]:
+    """A script with no simulator model says its steps and ends: the test's goal and the persona's words for the
+    simulated user are read by nothing (the run passed on the script alone, and said nothing of them)."""
+    said: list[Problem] = []
+    why = ("no models.simulator (tamesu.yaml or the suite) plays the user, so the script's steps are said and the "
+           "run ends")
+    if spec.scenario.goal:
+        said.append(doc.problem((*loc, "scenario", "goal"), f"the goal is not used: {why}"))
+    persona = spec.persona
+    unread = [key for key in _SIMULATOR_ONLY if persona is not None and key in persona.model_fields_set]
+    if unread:
+        said.append(doc.problem((*loc, "persona", unread[0]) if len(unread) == 1 else (*loc, "persona"),
+                                f"{', '.join(unread)}: only the simulated user reads "
+                                f"{'it' if len(unread) == 1 else 'them'}, and {why}"))
+    return said
 
 
 def check_steps(

@@ -141,7 +141,7 @@ def expand_test(
         attack = _attack(suite, case_spec, doc, loc, problems, assertions)
         if case_name is None or case_name == variants[0][0]:
             check_audio(suite, case_spec, doc, loc, problems, warnings)
-            check_user_side(suite, case_spec, doc, loc, problems)
+            check_user_side(suite, case_spec, doc, loc, problems, warnings)
             check_models_needed(suite, case_spec, doc, loc, problems)
             check_named_agents(suite, case_spec, doc, loc, problems)
             check_remote_ports(suite, case_spec, doc, problems)
