@@ -51,6 +51,6 @@ tests:
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.splitlines() == [
         f"suite.yaml:9:7: targets.rt.tool_results: lookup[1]: when.q: `(a+)+` {NESTED}",
-        f"suite.yaml:14:7: targets.pc.tool_results: lookup[0]: when.order.id: `x-(b+)*` {NESTED}",
+        f"suite.yaml:14:7: targets.pc.tool_results: lookup[0]: when.order.id: `{{{{vars.x}}}}-(b+)*` {NESTED}",
         f"suite.yaml:20:28: targets.bot.tools[0].results[0].when: when.q: `(x+)+` {NESTED}",
         "3 problems found"], done.stderr

@@ -2,8 +2,9 @@
 
 Python's `re` backtracks, and while it matches it holds the interpreter: no timeout, no Ctrl-C, no SIGTERM can
 stop it. `(a+)+$` against forty `a`s and a `b` (an agent's answer) never ends, and the run with it. The classic
-shape of such a pattern, a repeated group that itself repeats, is refused where it is written; written
-possessively (`a++`) or atomically (`(?>a+)+`), Python 3.11 does not backtrack into it, and it is fine."""
+shape of such a pattern, a repeated group that itself repeats, is refused where it is written, and so is a
+repeated group whose alternatives read one text two ways (`(b|bb)*`, `_pattern_words`); written possessively
+(`a++`) or atomically (`(?>a+)+`), Python 3.11 does not backtrack into it, and it is fine."""
 
 from __future__ import annotations
 
@@ -13,12 +14,32 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from tamesu.suite._pattern_words import ambiguous, atom_end, quantifier
 from tamesu.suite.templates import TEMPLATE
+
+_NESTED = ("repeats a group that itself repeats: on some texts that takes exponential time, and Python's regular "
+           "expressions cannot be stopped then, not even by Ctrl-C: write it without the nesting, or make the inner "
+           "repeat possessive (a++) or the group atomic ((?>...))")
+_ALTERNATIVES = ("repeats a group that reads some text in more than one way (as `(b|bb)*` reads `bb` as one or two): "
+                 "on some texts that takes exponential time, and Python's regular expressions cannot be stopped then, "
+                 "not even by Ctrl-C: make its alternatives exclusive, or the repeat possessive (`)*+`) or the group "
+                 "atomic ((?>...))")
 
 
 def runaway(pattern: str) -> str | None:
     """Why `pattern` may backtrack for ever, or None: a repeated group that holds a repeat and nothing it must
-    match once (`(a+)+`, `(\\w+\\s?)+`, `(.*)*`; not `(?:[a-z]+\\.)+`, whose `.` splits the repeats)."""
+    match once (`(a+)+`, `(\\w+\\s?)+`, `(.*)*`; not `(?:[a-z]+\\.)+`, whose `.` splits the repeats), or whose
+    alternatives read one text two ways (`(b|bb)*`, `(a|a)*`; not `(a|ab)*`)."""
+    found = _runaway_at(pattern)
+    return None if found is None else f"`{pattern[:found[0]][-40:]}` {found[1]}"
+
+
+def _runaway_at(pattern: str) -> tuple[int, str] | None:
+    """Where the quantifier of a group that may backtrack for ever ends in `pattern`, and why it may."""
+    try:
+        flags = re.compile(pattern).flags
+    except re.error:
+        flags = 0
     stack: list[_Group] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -28,18 +49,17 @@ def runaway(pattern: str) -> str | None:
             if body is None:  # a comment or inline flags, `(?#...)`, `(?i)`: no group
                 i = pattern.find(")", i) + 1 or n
                 continue
-            stack.append(_Group(atomic=pattern.startswith("(?>", i)))
+            stack.append(_Group(atomic=pattern.startswith("(?>", i), body=body))
             i = body
             continue
         if ch == ")" and stack:
             group = stack.pop()
-            end, unbounded, optional, possessive = _quantifier(pattern, i + 1)
+            end, unbounded, optional, possessive = quantifier(pattern, i + 1)
             free = not group.atomic and not possessive
             if unbounded and free and group.repeats and not group.anchored:
-                return (f"`{pattern[:end][-40:]}` repeats a group that itself repeats: on some texts that takes "
-                        "exponential time, and Python's regular expressions cannot be stopped then, not even by "
-                        "Ctrl-C: write it without the nesting, or make the inner repeat possessive (a++) or the "
-                        "group atomic ((?>...))")
+                return end, _NESTED
+            if unbounded and free and ambiguous(pattern[group.body:i], flags):
+                return end, _ALTERNATIVES
             if stack:
                 outer = stack[-1]
                 outer.repeats = outer.repeats or (group.repeats and free) or (unbounded and not possessive)
@@ -50,8 +70,8 @@ def runaway(pattern: str) -> str | None:
             stack[-1].anchored = False  # an alternative need not match what the other does
             i += 1
             continue
-        i = _atom_end(pattern, i)  # one character, an escape or a class: then its quantifier, if any
-        i, unbounded, optional, possessive = _quantifier(pattern, i)
+        i = atom_end(pattern, i)  # one character, an escape or a class: then its quantifier, if any
+        i, unbounded, optional, possessive = quantifier(pattern, i)
         if stack:
             stack[-1].repeats = stack[-1].repeats or (unbounded and not possessive)
             stack[-1].anchored = stack[-1].anchored or not (unbounded or optional)
@@ -74,47 +94,14 @@ def _group_body(pattern: str, i: int) -> int | None:
 
 
 class _Group:
-    def __init__(self, *, atomic: bool) -> None:
+    def __init__(self, *, atomic: bool, body: int) -> None:
         self.atomic = atomic
+        self.body = body
+        """Where its body begins in the pattern."""
         self.repeats = False
         """It holds an unbounded repeat that may backtrack."""
         self.anchored = False
         """It holds something it must match exactly once (a literal, a class), which splits its repeats."""
-
-
-def _atom_end(pattern: str, i: int) -> int:
-    if pattern[i] == "\\":
-        return i + 2
-    if pattern[i] != "[":
-        return i + 1
-    i += 1  # a character class: its `*`, `+`, `(` are literal
-    if i < len(pattern) and pattern[i] == "^":
-        i += 1
-    if i < len(pattern) and pattern[i] == "]":
-        i += 1
-    while i < len(pattern) and pattern[i] != "]":
-        i += 2 if pattern[i] == "\\" else 1
-    return i + 1
-
-
-def _quantifier(pattern: str, at: int) -> tuple[int, bool, bool, bool]:
-    """The quantifier at `at`, if any: where it ends, whether it is unbounded (`*`, `+`, `{n,}`), whether it may
-    match nothing (`?`, `*`, `{0,...}`), whether it is possessive (a `+` after it)."""
-    n = len(pattern)
-    if at < n and pattern[at] in "*+?":
-        end, unbounded, optional = at + 1, pattern[at] != "?", pattern[at] != "+"
-    elif at < n and pattern[at] == "{":
-        close = pattern.find("}", at)
-        body = pattern[at + 1:close] if close > at else ""
-        low, comma, high = body.partition(",")
-        if close < 0 or not (low.isdigit() or (comma and not low)) or (high and not high.isdigit()):
-            return at, False, False, False  # a `{` that is no quantifier
-        end, unbounded, optional = close + 1, bool(comma) and not high, not low or int(low) == 0
-    else:
-        return at, False, False, False
-    possessive = end < n and pattern[end] == "+"
-    lazy = end < n and pattern[end] == "?"
-    return end + (1 if possessive or lazy else 0), unbounded, optional, possessive
 
 
 def checked(pattern: str) -> str:
@@ -146,5 +133,18 @@ def runaway_in(value: object, where: str) -> str | None:
             re.compile(pattern)
         except re.error:
             return None  # not a pattern: it only matches an equal value
-        return f"{where}: {why}" if (why := runaway(pattern)) is not None else None
+        if (found := _runaway_at(pattern)) is None:
+            return None
+        # the quote is of what the user wrote, its templates as written, not of the `x` checked in their place
+        return f"{where}: `{value[:_written_end(value, found[0])][-40:]}` {found[1]}"
     return None
+
+
+def _written_end(value: str, end: int) -> int:
+    """Where in `value` the checked pattern's position `end` is (each template there one `x`)."""
+    shift = 0
+    for match in TEMPLATE.finditer(value):
+        if match.start() - shift >= end:
+            break
+        shift += len(match.group(0)) - 1
+    return end + shift
