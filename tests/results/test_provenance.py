@@ -3,8 +3,11 @@ and the branch (a detached HEAD has no branch; a folder outside git, or a reposi
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from tamesu.results.provenance import provenance
 
@@ -64,3 +67,41 @@ def test_a_checkout_with_changes_is_its_commit_and_a_fingerprint_of_them(tmp_pat
     (project / "agent.py").write_text("print('new')\n")  # a file git does not track yet
     assert commit() not in (head, first)
     assert provenance(project, {"GITHUB_SHA": "c0ffee"}, own=(out, own)).commit == "c0ffee"  # CI names its code
+
+
+_SUITE = """\
+models: { bot: { provider: fake, rules: [ { say: "hello" } ] } }
+hooks: { before_each: [ "echo called >> agent.log && echo 4242 > agent.pid" ] }
+targets: { bot: { type: model, model: bot } }
+tests: [ { name: a, target: bot, scenario: { script: [ { say: hi } ] } } ]
+"""
+
+
+def test_files_the_agent_writes_in_the_checkout_while_a_run_goes_are_no_change_of_the_code(
+        tmp_path: Path, tamesu: Any) -> None:
+    # before: the agent's log and pid file (here a hook's, as an agent started beside the run writes them) were
+    # changes of the code, so each run on one commit was `COMMIT+<new fingerprint>` and no test was ever flaky
+    _git(tmp_path, "init", "-q")
+    (tmp_path / ".gitignore").write_text("tamesu-runs/\n.tamesu/\n")
+    (tmp_path / "suite.yaml").write_text(_SUITE)
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "first")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+
+    def run() -> str:
+        done = tamesu(["run", "suite.yaml"], cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        newest = max((tmp_path / "tamesu-runs").iterdir(), key=lambda folder: folder.name)
+        return str(json.loads((newest / "plan.json").read_text())["commit"])
+
+    assert run() == head
+    assert (tmp_path / "agent.log").is_file() and (tmp_path / "agent.pid").is_file()
+    assert run() == head  # the log and pid file were written during the run before: the agent's
+    assert run() == head
+    helper = tmp_path / "helper.py"  # a file of code, not yet added, written after the runs: it counts
+    helper.write_text("x = 1\n")
+    later = max(entry.stat().st_mtime_ns for entry in (tmp_path / "tamesu-runs").rglob("*")) + 10_000_000_000
+    os.utime(helper, ns=(later, later))
+    changed = run()
+    assert changed.startswith(f"{head}+"), changed
+    assert run() == changed  # the agent's files again aside, the same code

@@ -39,8 +39,11 @@ def _changes(folder: Path, root: Path, own: Iterable[Path]) -> str | None:
     """A short fingerprint of the checkout's changes against HEAD (edits, staged or not, and files git does not
     ignore), or None when there are none: two runs on one commit with other changes between them tested other code,
     and a test that failed, was fixed and passed is no flaky test. tamesu's own output (`own`: the run folders, the
-    store, the replay cache) is no change of the code. Files git does not track count by name, size and time of
-    change, so a large one costs nothing to read."""
+    store, the replay cache) is no change of the code, nor is an untracked file last changed while a run of `own`'s
+    run folders was going (`_while_runs`): an agent's log or pid file in the checkout, rewritten by each run, made
+    each a new fingerprint, so no test was ever found flaky across runs. Files git does not track count by name,
+    size and time of change, so a large one costs nothing to read."""
+    own = list(own)
     spec = ["--", ":(top)"]
     for path in own:
         try:
@@ -50,16 +53,47 @@ def _changes(folder: Path, root: Path, own: Iterable[Path]) -> str | None:
     status = _git_bytes(folder, "status", "--porcelain=v1", "-z", "--untracked-files=all", *spec)
     if not status:
         return None  # clean, or git could not say: the commit alone, as before
-    digest = hashlib.sha256(_git_bytes(folder, "diff", "HEAD", "--no-ext-diff", "--no-textconv", "--binary", *spec)
-                            or b"")
+    edits = _git_bytes(folder, "diff", "HEAD", "--no-ext-diff", "--no-textconv", "--binary", *spec) or b""
+    digest, counted = hashlib.sha256(edits), bool(edits)
+    runs = _while_runs(own)
     for entry in status.split(b"\0"):
         if entry.startswith(b"?? "):
             try:
                 seen = (root / os.fsdecode(entry[3:])).stat()
             except OSError:
                 continue
+            if any(start <= seen.st_mtime_ns <= end for start, end in runs):
+                continue  # written while a run went: the agent's, not the code
             digest.update(b"\0%s\0%d\0%d" % (entry[3:], seen.st_size, seen.st_mtime_ns))
-    return digest.hexdigest()[:12]
+            counted = True
+    return digest.hexdigest()[:12] if counted else None
+
+
+_RUNS_READ = 50
+"""The newest run folders whose times are read: a file the agent wrote is rewritten by every run, so the last ones
+are enough, and a folder of thousands of runs costs no more."""
+_SLACK_NS = 2_000_000_000
+"""Before a run's plan.json and after its last file: an agent a hook started writes before the first and as it
+stops after the last."""
+
+
+def _while_runs(own: Iterable[Path]) -> list[tuple[int, int]]:
+    """When the newest runs in the folders of `own` went, each from its plan.json (written as it starts) to the last
+    file written at its top (run.json, the reports), in ns since the epoch, widened by `_SLACK_NS`."""
+    spans: list[tuple[int, int]] = []
+    for path in own:
+        try:
+            folders = sorted((entry for entry in os.scandir(path) if entry.is_dir()), key=lambda e: e.name)
+        except OSError:
+            continue
+        for run in folders[-_RUNS_READ:]:
+            try:
+                start = os.stat(os.path.join(run.path, "plan.json")).st_mtime_ns
+                end = max(entry.stat().st_mtime_ns for entry in os.scandir(run.path))
+            except (OSError, ValueError):
+                continue
+            spans.append((start - _SLACK_NS, end + _SLACK_NS))
+    return spans
 
 
 def provenance(project_dir: Path, environ: dict[str, str] | None = None, own: Iterable[Path] = ()) -> Provenance:
