@@ -236,6 +236,8 @@ def test_late_spans_within_wait_are_kept_and_later_ones_said(tmp_path: Path, tam
     # the agent's five spans of two turns, by name, the most frequent first
     assert graded["warnings"][-1].endswith(": chat fake-model (2), invoke_agent shop (2), execute_tool lookup_order")
     assert "warnings" not in json.loads((folder / "b" / "order" / "run-1" / "result.json").read_text())
+    page = (folder / "report.html").read_text()
+    assert "of this run came after it was graded" in page, "late spans not in the HTML report"
 
 
 @pytest.mark.parametrize("batch_delay_ms", [300, None])

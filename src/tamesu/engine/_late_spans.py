@@ -4,13 +4,15 @@ A run waits `traces.wait` for its spans, then is graded and written; a span of i
 batching exporter's next batch, while later tests run) is counted by the collector (`Dropped.late_in`) and said in
 the invocation's warnings. Its run's own record said nothing of it: its result.json showed every check decided on
 what had come, and its spans.json was short of them. At the end of the invocation each such run's result.json gets
-one warning naming them, so whoever reads that run alone learns its spans were incomplete.
+one warning naming them, so whoever reads that run alone learns its spans were incomplete (and the HTML report,
+which reads result.json, shows it in that run's section). An invocation a second signal cancelled before its end
+still writes them, as it writes run.json (`tell_spans`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from tamesu.engine.artifacts import RunDirectory
 from tamesu.matching import one_line
@@ -48,3 +50,14 @@ def say_late_spans(late_in: Mapping[str, Mapping[str, int]], directory: RunDirec
             directory.write_json(path, result)
         except OSError:
             continue
+
+
+def tell_spans(said: list[str], warnings: list[str], warn: Callable[[str], None],
+               late_in: Mapping[str, Mapping[str, int]], directory: RunDirectory) -> bool:
+    """The receivers' warnings at their stop (`said`: spans no run kept) added to run.json's `warnings` and
+    `warn`ed on the console; each run's late spans said in its result.json. True: told."""
+    for line in said:
+        warnings.append(line)
+        warn(line)
+    say_late_spans(late_in, directory)
+    return True

@@ -16,7 +16,7 @@ from typing import Literal, Protocol
 
 from tamesu import __version__, targets
 from tamesu.engine._halts import Halts
-from tamesu.engine._late_spans import say_late_spans
+from tamesu.engine._late_spans import tell_spans
 from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
 from tamesu.engine.conversation import Going, RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
@@ -128,6 +128,7 @@ class Runner:
         # run, and kept with it, where a CI job reading run.json alone looks
         warnings: list[str] = [str(w) for w in self.plan.warnings]
         interrupted: str | None = None
+        told_spans = False
         try:
             with gentle_stop(self._interrupt), library_logs(run_dir, self.plan.secrets.redactor.text) as logs, \
                     otel.active().span("tamesu.run", run=run_dir.name, tests=len(self.tests)):
@@ -140,10 +141,8 @@ class Runner:
                 for said in self._unmeasured_slos():
                     warnings.append(said)
                     self.reporter.warning(said)
-                for said in await self.receivers.stop():
-                    warnings.append(said)
-                    self.reporter.warning(said)
-                say_late_spans(self.receivers.collector.dropped.late_in, directory)
+                told_spans = tell_spans(await self.receivers.stop(), warnings, self.reporter.warning,
+                                        self.receivers.collector.dropped.late_in, directory)
             interrupted = self.stopping.reason
         except (asyncio.CancelledError, KeyboardInterrupt):
             interrupted = self.stopping.reason or "interrupted"
@@ -151,7 +150,10 @@ class Runner:
         finally:
             # what targets share across tests (one browser) goes with the run, so nothing outlives it
             await asyncio.shield(targets.shutdown())
-            await asyncio.shield(self.receivers.stop())
+            stopped = await asyncio.shield(self.receivers.stop())
+            if not told_spans:  # a second signal cancelled the run first: what was collected is still written
+                tell_spans(stopped, warnings, self.reporter.warning, self.receivers.collector.dropped.late_in,
+                           directory)
             try:
                 directory.close()  # results.jsonl on the disk before the run says it is done
             except OSError as exc:
