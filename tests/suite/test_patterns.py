@@ -21,7 +21,7 @@ OVERLAPPING = [r"(b|bb)*c", r"(a|a)*", r"(ab|a|ba)*c", r"([^a]|b)+$", r"(.|a)*c"
 # one reading only (`(a|ab)*`), or alternatives CPython reads as one class (`\w|\d`, `[a-z]|[0-9x]`)
 ONE_READING = [r"(a|ab)*c", r"(ab|ac)*", r"(foo|bar|baz)+", r"(?:\.|[a-z])+", r"(\w|\d)+$", r"(a|b|a)+$",
                r"(?i)(a|A)+$", r"(?:[a-z]|[0-9x])+", r"(b|bb)*+c", r"(?>b|bb)*c", r"(b|bb)?c", r"(b|bb){1,3}c",
-               r"(?:\b|x)+"]
+               r"(?:\b|x)+", r"(\n|\s)+$"]
 FINE = [r"(?:ab+)*c", r"(?>a+)+", r"(a++)+", r"([a-z]+)", r"[(a+)+]", r"a+b+", r"(a|b)+",
         r"((ab)+c)+", r"\(a+\)+", r"ORD-\d+", r"(\d{3})-(\d+)", r"^(?:[a-z]+\.)+[a-z]+$", r"x*", r"([^)]+)",
         r"(?i)hello", r"(?P<x>\d+)-(?P=x)", r"(?<=a)b+"]

@@ -20,6 +20,8 @@ _SAMPLE = frozenset(string.printable) | frozenset("\u00a0éßΩжш٣中")
 _MAX_WORDS = 64
 _MAX_LENGTH = 24
 _CLASSES = frozenset("dDwWsS")
+_LETTER_LITERALS = frozenset("ntrfva")
+"""`\\n`, `\\t`...: one character each, which CPython folds into a class as any literal."""
 _NOT_PLAIN = frozenset("bBAZzGxuUN0123456789g")
 """Escapes that are no one character of the text: anchors, codes spelled in digits, backreferences."""
 
@@ -148,7 +150,7 @@ def _mergeable(atom: str) -> bool:
     if atom.startswith("["):
         return not atom.startswith("[^")
     if atom.startswith("\\"):
-        return atom[1:2] in _CLASSES or not atom[1:2].isalnum()
+        return atom[1:2] in _CLASSES or atom[1:2] in _LETTER_LITERALS or not atom[1:2].isalnum()
     return atom != "."
 
 
