@@ -107,6 +107,19 @@ def test_contains_rejects_empty_text() -> None:
     problem({"not_contains": ["a", ""]})
 
 
+def test_contains_refuses_a_patterns_flags_it_would_take_as_text() -> None:
+    # before: `contains: "(?i)unavailable"` looked for the text "(?i)unavailable", so an agent that said
+    # "unavailable" failed, blamed; `not_contains: "(?i)sorry"` passed every run, checking nothing
+    found = problem({"contains": "(?i)unavailable"})
+    assert found.loc == ("contains",)
+    assert found.message == ("'(?i)unavailable' begins with a pattern's flags, (?i), but contains and not_contains "
+                             "match text as written: write it as regex (not_regex), or as {value: 'unavailable', "
+                             "ignore_case: true}")
+    assert "(?is)" in problem({"not_contains": ["fine", "(?is)sorry.*"]}).message
+    parse_assertion({"contains": "a (?i) b"})  # text that holds the flags past its start is text
+    parse_assertion({"regex": "(?i)unavailable"})
+
+
 def test_unknown_option_is_a_parse_error() -> None:
     found = problem({"contains": {"value": "x", "ignorecase": True}})
     assert found.loc == ("contains", "ignorecase")

@@ -27,7 +27,7 @@ SUITE = """\
 remote_agents:
   billing: { skills: [refund], token: "{{secrets.BILLING_TOKEN_UNSET}}" }
 targets:
-  shop: { type: a2a, url: "http://127.0.0.1:9" }
+  shop: { type: a2a, url: "http://127.0.0.1:9", metadata: { billing: "{{remote.billing.url}}" } }
 tests:
   - name: delegates
     target: shop
@@ -273,7 +273,7 @@ remote_agents:
     forward: "http://127.0.0.1:9/a2a"
     headers: { Authorization: "Bearer {{secrets.REAL_BILLING_KEY_UNSET}}", X-Team: "{{env.TEAM_UNSET_VAR}}" }
 targets:
-  shop: { type: a2a, url: "http://127.0.0.1:9" }
+  shop: { type: a2a, url: "http://127.0.0.1:9", metadata: { billing: "{{remote.billing.url}}" } }
 tests:
   - { name: t, target: shop, scenario: { script: [ { say: hi } ] } }
 """)
@@ -295,7 +295,7 @@ remote_agents:
   billing: { token: "{{secrets.BILLING_KEY" }
   shipping: { forward: "http://127.0.0.1:9/{{env.PATH_UNSET", headers: { X-Team: "{{team}}" } }
 targets:
-  shop: { type: a2a, url: "http://127.0.0.1:9" }
+  shop: { type: a2a, url: "http://127.0.0.1:9", metadata: { at: "{{remote.billing.url}} {{remote.shipping.url}}" } }
 tests:
   - { name: t, target: shop, scenario: { script: [ { say: hi } ] } }
 """)

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.client import ClientCallContext
 from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
 
 from remote.test_remote_agents import BILLING, REFUSED, agents, call, combos, connect, request, send
@@ -117,3 +118,20 @@ def test_a_remote_agents_server_logs_go_to_the_run_folder_not_the_console(tmp_pa
     [log] = list((tmp_path / "out").glob("*/tamesu.log"))
     assert "uvicorn.error WARNING Invalid HTTP request received." in log.read_text()
     assert "from the libraries (a2a-sdk, uvicorn, grpc, mcp) in" in done.stdout
+
+
+async def test_a_delegation_given_up_during_a_fuzzed_delay_is_still_a_delegation(tmp_path: Path) -> None:
+    # before: the executor recorded a delegation only once its answer was ready, so an orchestrator that gave up
+    # on billing (its own timeout shorter than the delay) delegated nothing: `delegated_to: billing` failed with
+    # "delegated to: none" and `delegations` was 0, though billing had been called
+    held = {"billing": {"mode": "delay", "delay": "30s"}}
+    async with agents(tmp_path, {"billing": BILLING}, fuzz=held) as group, \
+            connect(group.urls["billing"]["url"], "JSONRPC", "1.0") as client:
+        with pytest.raises((*REFUSED, TimeoutError, httpx.TimeoutException)):  # the caller gives up after 0.5 s
+            asked = request("refund ORD-1001")
+            _ = [e async for e in client.send_message(asked, context=ClientCallContext(timeout=0.5))]
+    [given_up] = group.delegations
+    assert (given_up.agent, given_up.message, given_up.state) == ("billing", "refund ORD-1001", "canceled")
+    assert given_up.reply == "no answer: the call was given up while fuzz_tools held it (delay 30s)"
+    assert group._session.counters["delegations"] == 1
+    assert [e.data["state"] for e in group._session.events if e.name == "delegated"] == ["canceled"]

@@ -4,6 +4,7 @@ on the console."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,12 @@ def test_a_test_cut_by_its_timeout_keeps_what_the_target_counted(tmp_path: Path,
     assert done.returncode == 1, done.stdout + done.stderr
     assert [event["data"]["tool"] for event in result["events"] if event["name"] == "tool_call"] == ["hang"]
     assert result["metrics"].get("mcp_tool_calls") == 1 and result["metrics"].get("model_calls") == 1, result
+    # before: only "the test took longer than its timeout (2s)", as if the model had been slow: nothing said the
+    # time ran out in a tool call the server never answered
+    [reason] = [a["reason"] for a in result["assertions"] if a["name"] == "conversation"]
+    assert re.fullmatch(rf"the test took longer than its timeout \({timeout}s\); a call to hang had waited "
+                        r"\d+\.\ds for its answer", reason), reason
+    assert done.stdout.count("a call to hang had waited") == 1, done.stdout
 
 
 def test_a_tool_name_a_provider_refuses_is_offered_under_one_it_takes(tmp_path: Path, tamesu: Any, serve: Any) -> None:

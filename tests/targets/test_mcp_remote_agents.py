@@ -87,3 +87,25 @@ def test_fuzz_tools_naming_a_remote_agent_behind_an_mcp_target_fails_that_agent(
     assert fuzzed["state"] == "failed" and "RF-889" not in json.dumps(fuzzed)
     assert [event["data"] for event in down["events"] if event["name"] == "tool_fuzzed"] == [
         {"tool": "billing", "mode": "error"}]
+
+
+def test_a_tool_assertion_naming_no_tool_of_the_server_is_the_suites_error(tmp_path: Path, tamesu: Any) -> None:
+    # before: `tool_not_called: ask_biling` passed every run, checking nothing, and `tool_called: ask_biling` failed
+    # as the agent's fault; the server had said its tools (ask_billing) before the first turn
+    asserts = ("      - tool_called: billing\n"           # a remote agent: its delegations are calls
+               "      - tool_sequence: [ask_billing, billing]\n")
+    suite = SUITE.replace("PYTHON", sys.executable).split("  - name: billing is down")[0]
+    (tmp_path / "server.py").write_text(SERVER)
+    delegated = 'delegated_to: { agent: billing, contains: "ORD-1001" }'
+    (tmp_path / "ok.yaml").write_text(suite.replace(f"      - {delegated}\n", asserts))
+    (tmp_path / "misspelt.yaml").write_text(suite.replace(delegated, "tool_not_called: ask_biling"))
+    done = tamesu(["run", "ok.yaml", "misspelt.yaml", "--out", "runs"], cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    [ok], [result] = ([json.loads(p.read_text()) for p in (tmp_path / "runs").glob(f"*/{suite}/*/run-1/result.json")]
+                      for suite in ("ok", "misspelt"))
+    assert ok["status"] == "passed", ok["assertions"]
+    assert (result["status"], result["fault"]) == ("error", "suite")
+    said = ("tool_not_called: the MCP server offers no tool 'ask_biling' (its tools: ask_billing), nor was one called "
+            "by that name: misspelt?")
+    assert result["error"] == said
+    assert done.stdout.count(said) == 1 and "Traceback" not in done.stdout + done.stderr

@@ -453,19 +453,27 @@ async def test_a_server_still_limiting_after_the_retries_is_asked_rate_limit_ret
 
 async def test_a_server_that_refuses_the_headers_is_an_infrastructure_error(
         tmp_path: Path, http_server: Callable[..., str]) -> None:
+    # before: "the MCP server cannot be reached: MCP error -32603: Server returned an error response (HTTP 401
+    # Unauthorized)": it was reached, and refused the token; neither the url nor what to check was said
     url = http_server("--token", "t0ken")
-    with pytest.raises(InfraError, match=r"cannot be reached: MCP error .*\(HTTP 401 Unauthorized\)"):
+    with pytest.raises(InfraError) as failed:
         async with opened(make_session(tmp_path), type="mcp", url=url, headers={"Authorization": "Bearer nope"}):
             pass
+    assert str(failed.value) == (f"mcp target shop: the MCP server at {url} refused the session's start (initialize): "
+                                 "HTTP 401 Unauthorized: check the target's headers (a token?)")
 
 
 async def test_an_unreachable_url_is_tried_connect_attempts_times(tmp_path: Path) -> None:
     port = refused_port()
     session = make_session(tmp_path)
-    with pytest.raises(InfraError, match="cannot be reached: cannot connect"):
+    with pytest.raises(InfraError) as failed:
         async with opened(session, type="mcp", url=f"http://127.0.0.1:{port}/mcp",
                           connect={"attempts": 3, "backoff": "50ms"}):
             pass
+    # before: "the MCP server cannot be reached: cannot connect (...)": neither the url (a template's, often) nor
+    # the attempts, which the grpc and a2a targets say
+    assert str(failed.value).startswith(f"mcp target shop: the MCP server at http://127.0.0.1:{port}/mcp cannot be "
+                                        "reached after 3 attempts: cannot connect ("), str(failed.value)
     assert [e["attempt"] for e in events(session, "connect_retry")] == [1, 2]
 
 

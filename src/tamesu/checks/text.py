@@ -41,7 +41,18 @@ class TextSpec(Strict):
         items = [value] if isinstance(value, str) else value
         if not items or any(not item for item in items):
             raise ValueError("expected non-empty text")
+        for item in items:
+            # a pattern's flags, as `when:` and `regex` take them: here they are text, so `contains: "(?i)sorry"` failed
+            # an agent that said "Sorry" (as its fault) and `not_contains: "(?i)sorry"` passed whatever it said
+            if item[:2] == "(?" and (flags := _FLAGS.match(item)) is not None:  # no call for most: planning counts
+                raise ValueError(f"{item!r} begins with a pattern's flags, {flags.group(0)}, but contains and "
+                                 "not_contains match text as written: write it as regex (not_regex), or as "
+                                 f"{{value: {item[flags.end():]!r}, ignore_case: true}}")
         return value
+
+
+_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+"""A regular expression's inline flags at the start of a text (`(?i)`, `(?is)`)."""
 
 
 class PatternSpec(Strict):

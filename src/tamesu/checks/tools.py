@@ -24,7 +24,7 @@ from tamesu.checks._compare import template_failed
 from tamesu.checks._unheard import Unheard, unheard
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.conversation import ToolCall
-from tamesu.errors import TemplateError
+from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import args_problem, shown
 from tamesu.plugins import register
 from tamesu.suite.patterns import runaway_in
@@ -98,6 +98,24 @@ def _sequence(calls: list[ToolCall]) -> str:
     return " -> ".join(said[:NAMED]) + (f" -> … and {more} more calls" if more else "")
 
 
+def _offered_by_none(names: list[str], run: RunView, calls: list[ToolCall]) -> None:
+    """A name no MCP server of the run lists (nor a remote agent of the suite), that nothing called either: the
+    suite's mistake, found once the server said its tools (a misspelt `tool_not_called: refund_ordr` passed every
+    run, checking nothing; `tool_called` failed it as the agent's fault). A name the server lists but
+    `allow_tools` withholds is no mistake: the model may still try it."""
+    listed = [e.data.get("tools") for e in run.events if e.name == "mcp_server"]
+    if not listed:
+        return  # a target that does not say all its tools: any name may be one
+    tools = sorted({str(t) for found in listed if isinstance(found, list) for t in found})
+    known = {*tools, *(str(e.data.get("agent")) for e in run.events if e.name == "remote_agent_started"),
+             *(c.name for c in calls)}
+    unknown = list(dict.fromkeys(n for n in names if n not in known))
+    if unknown:
+        tool = "tool" if len(unknown) == 1 else "tools"
+        raise SuiteProblem(f"the MCP server offers no {tool} {', '.join(map(repr, unknown))} (its tools: "
+                           f"{', '.join(tools) or 'none'}), nor was one called by that name: misspelt?")
+
+
 def _turn(call: ToolCall) -> str:
     return f" at turn {call.turn}" if call.turn is not None else ""
 
@@ -122,6 +140,7 @@ class ToolCalled(Check[CallSpec]):
             return template_failed(exc)
         calls, source, missing = _tool_calls(run)
         named = [c for c in calls if c.name == self.spec.name]
+        _offered_by_none([self.spec.name], run, calls)
         if not named:
             if missing:
                 raise missing.undecided(f"tools called: {_names(calls)}")
@@ -157,6 +176,7 @@ class ToolNotCalled(Check[CallSpec]):
         except TemplateError as exc:
             return template_failed(exc)
         calls, source, missing = _tool_calls(run)
+        _offered_by_none([self.spec.name], run, calls)
         for call in calls:
             if call_problem(self.spec, call, expected) is None:
                 with_args = f" with {shown(expected)}" if expected is not None else ""
@@ -197,6 +217,7 @@ class ToolSequence(Check[SequenceSpec]):
         except TemplateError as exc:
             return template_failed(exc)
         calls, source, missing = _tool_calls(run)
+        _offered_by_none([spec.name for spec in self.spec.calls], run, calls)
         order = " -> ".join(spec.label() for spec in self.spec.calls)
         found = _sequence(calls) or "no tool calls"
         problem = _strict_problem(wanted, calls) if self.spec.strict else _in_order_problem(wanted, calls)

@@ -21,7 +21,7 @@ from tamesu.engine.fault import attribute
 from tamesu.engine.grading import completed_turns, grade, planned_checks, with_capture_notes
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
 from tamesu.engine.stop import RunStop
-from tamesu.engine.timeouts import timed_out
+from tamesu.engine.timeouts import in_flight, timed_out
 from tamesu.engine.traces import SuiteTraces, attach, failed_turn_said, spans_back, spans_warnings
 from tamesu.engine.turns import converse
 from tamesu.errors import BudgetExceeded, InfraError, SuiteProblem
@@ -192,7 +192,7 @@ async def _execute_run(inputs: RunInputs) -> RunOutcome:
         late = asyncio.get_running_loop().time() - (deadline.when() or asyncio.get_running_loop().time())
         timed_out_at = session.now_ms() - max(0.0, late) * 1000
         failures = timed_out(result, test.spec.timeout, inputs.stop.reason if inputs.stop is not None else None,
-                             hooked, clock.cut, failures)
+                             hooked, clock.cut, failures, in_flight(session.events, timed_out_at))
     except (InfraError, HookFailed, ModelError) as exc:
         result.status, result.error, result.end_reason = "error", str(exc), "error"
         result.fault = "suite" if isinstance(exc, SuiteProblem) else None  # a browser's visual baseline not written

@@ -20,6 +20,8 @@
   `addr`, which reaches it without one (`delegated_to` names it as written);
 - a model the price table does not know, with no `price:`, under a dollar budget (a warning: its calls count
   as $0, so the budget would never stop them);
+- a remote agent without `addr` that no `{{remote.NAME...}}` template names (a warning: nothing can find its free
+  port, so every delegation to it expected fails);
 - a `tls:` block's `ca_file`, `cert_file` or `key_file` that is not on this machine (a warning, not a problem:
   a certificate is often put in place only for the run, a CI secret mounted after a lint step; a run that
   needs it stops on one line naming it, exit 3).
@@ -286,6 +288,36 @@ def remote_names(suite: LoadedSuite, doc: Document, problems: list[Problem]) -> 
             warnings.append(doc.problem(("remote_agents", name), f"{said}; its fixed addr reaches it, but no "
                                         "template can give its URL, card or grpc address", key=True))
     return warnings
+
+
+def unreachable_remote_agents(suite: LoadedSuite, doc: Document) -> list[Problem]:
+    """A remote agent with no `addr` that no template of the suite or its project names (a warning): its URL is
+    on a free port, new each run, so nothing can call it; before, `delegated_to: it` failed every run as the
+    agent's fault ("no delegation to unused; delegated to: billing"), though no agent could have found it."""
+    unplaced = [name for name, agent in suite.spec.remote_agents.items()
+                if agent.addr is None and is_name_part(name)]  # a name no template can write: remote_names says it
+    if not unplaced:
+        return []  # most suites: their documents are not walked
+    texts = [*_strings(doc.data), *_strings(suite.project.doc.data if suite.project.doc else None)]
+    warnings = []
+    for name in unplaced:
+        named = re.compile(rf"remote\s*\.\s*{re.escape(name)}(?![A-Za-z0-9_-])")
+        if not any(named.search(text) for text in texts):
+            warnings.append(doc.problem(("remote_agents", name), (
+                f"no template names the remote agent {name} ({{{{remote.{name}.url}}}}, .grpc or .card) and it has "
+                "no addr: nothing can find it on its free port, so a delegation to it can never happen"), key=True))
+    return warnings
+
+
+def _strings(data: object) -> list[str]:
+    """Every string in a parsed YAML document, at any depth."""
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [text for value in data.values() for text in _strings(value)]
+    if isinstance(data, list):
+        return [text for value in data for text in _strings(value)]
+    return []
 
 
 _TLS_FILES = ("ca_file", "cert_file", "key_file")

@@ -202,6 +202,7 @@ def _load_suite(
     check_prompted_targets(suite, problems)
     warnings.extend(_lint.remote_tokens(suite, doc, secrets, problems))
     warnings.extend(_lint.remote_names(suite, doc, problems))
+    warnings.extend(_lint.unreachable_remote_agents(suite, doc))
     warnings.extend(_lint.unpriced_models(suite))
     warnings.extend(_lint.missing_tls_files(suite))
     warnings.extend(model_secret_warnings(doc, secrets))

@@ -124,7 +124,17 @@ class ScriptedExecutor(AgentExecutor):
         binding, version = binding_of(context.call_context)
         delegation = Delegation(agent=self._name, message=text, data=data, binding=binding, version=version,
                                 task_id=task_id, context_id=context_id, at_ms=self._session.now_ms())
-        reply = await self._reply(text, data, delegation)
+        try:
+            reply = await self._reply(text, data, delegation)
+        except asyncio.CancelledError:
+            # given up while `fuzz_tools` held the answer (`delay`): the caller left, or the run ended first. It was
+            # a delegation all the same; unrecorded, `delegated_to` said "delegated to: none" of an agent that did
+            fuzz = fuzz_for(self._session, self._name)
+            held = f" ({fuzz.mode} {fuzz.hold_seconds():g}s)" if fuzz is not None else ""
+            delegation.state = "canceled"
+            delegation.reply = f"no answer: the call was given up while fuzz_tools held it{held}"
+            self._record(delegation)
+            raise
         delegation.reply, delegation.state = reply.say or "", reply.state
         with_data = "data" in reply.model_fields_set
         delegation.reply_data = reply.data if with_data else None

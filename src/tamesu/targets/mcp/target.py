@@ -67,6 +67,7 @@ from tamesu.fuzzing import fuzz_for, fuzzed_call
 from tamesu.matching import one_line
 from tamesu.models.base import ModelResponse, ToolRequest, ToolSpec
 from tamesu.net.rate_limit import RateLimit, said_as_events
+from tamesu.net.urls import REFUSAL_HINTS
 from tamesu.plugins import register
 from tamesu.targets.mcp._names import model_names
 from tamesu.targets.mcp._spec import McpTargetSpec
@@ -213,14 +214,16 @@ class McpTarget(ModelTarget):
             self._connection = mcp.McpConnection(http)
             try:
                 return await self._start(self._connection, connect.timeout, "cannot be reached",
-                                         retry=attempt < connect.attempts)
+                                         retry=attempt < connect.attempts, attempt=attempt)
             except _Unreached as exc:
                 session.event("connect_retry", attempt=attempt, attempts=connect.attempts, reason=str(exc),
                               url=session.redactor.text(config["url"]))
                 await asyncio.sleep(connect.backoff)
         raise AssertionError("unreachable: the last attempt raises")  # pragma: no cover
 
-    async def _start(self, connection: McpConnection, timeout: float, failed: str, retry: bool = False) -> ServerInfo:
+    async def _start(self, connection: McpConnection, timeout: float, failed: str, retry: bool = False,
+                     attempt: int = 0) -> ServerInfo:
+        """`attempt`: which try at the url this is (0: a stdio server), said when the url was never reached."""
         from tamesu.targets.mcp.connection import NO_MCP, describe, http_statuses, is_unreached
 
         try:
@@ -239,6 +242,13 @@ class McpTarget(ModelTarget):
                 raise InfraError(f"{self._what}: {self._url_said} is not an MCP server: it answered the session's "
                                  f"start (initialize) with {said}: does url name the MCP server's streamable HTTP "
                                  "endpoint (often /mcp)?") from None
+            refused = [e for e in self._http_errors if e.startswith(("HTTP 401", "HTTP 403"))]
+            if refused:  # reached, and turned away for its credentials, as a tool call's 401 is said
+                raise InfraError(f"{self._what}: the MCP server at {self._url_said} refused the session's start "
+                                 f"(initialize): {refused[0]}: {REFUSAL_HINTS[401]}") from None
+            if attempt and is_unreached(exc):  # the url, as every other target says the one it could not reach
+                tries = f" after {attempt} attempts" if attempt > 1 else ""
+                failed = f"at {self._url_said} cannot be reached{tries}"
             # The SDK reports a refused request without its status; the HTTP client saw it.
             status = http_statuses(self._http_errors)
             failed = "did not answer" if isinstance(exc, TimeoutError) and failed == "cannot be reached" else failed
