@@ -219,7 +219,7 @@ async def test_a_checkpoint_that_cannot_be_checked_is_named_in_the_error(expense
     # the project's check code broke: the suite's to fix (exit 2), not the environment's (it was exit 3)
     assert (record.fault, outcome.exit_code) == ("suite", 2), record
     assert [(c.id, c.passed, c.reason) for c in record.checkpoints or []] == [
-        ("ask", True, 'reached at turn 1: found "type" (turn 1)'), ("made", None, f"not evaluated (last check: "
+        ("ask", True, 'reached at turn 1: found "type" (the answer)'), ("made", None, f"not evaluated (last check: "
                                                                              f"not decided: {said})")]
 
 

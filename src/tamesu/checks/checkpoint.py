@@ -104,7 +104,8 @@ class Tracker:
 
     async def _catch_up(self, run: RunView) -> None:
         for exchange in run.exchanges:
-            view = run.scoped(exchange.index)
+            # labelled: its verdict is said as `reached at turn 2: found "x" (the answer)`, the turn once
+            view = run.scoped(exchange.index, labelled=True)
             unheard = sum(1 for e in run.events if e.name in ("trace_not_found", "trace_incomplete"))
             spans = None if view.spans is None else (len(view.spans), unheard)
             earlier = exchange.index <= self._checked
