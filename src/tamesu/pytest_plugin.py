@@ -122,11 +122,12 @@ class SuiteFile(pytest.File):
 
 def _under_pytest(warning: str) -> str:
     """A plan's warning as a pytest user can act on it: this plug-in has no `--update-golden` of its own."""
-    return warning.replace("a run with --update-golden writes it", "`tamesu run --update-golden` writes it "
-                           "(pytest has no such option)")
+    return warning.replace("a run with --update-golden writes it", _WRITE_GOLDEN)
 
 
 _TAG = "tamesu tag"
+_WRITE_GOLDEN = "`tamesu run --update-golden` writes it (pytest has no such option)"
+"""What a missing golden file or baseline says under pytest, in the words of its warning (`_under_pytest`)."""
 
 
 def _others_markers(config: pytest.Config) -> set[str]:
@@ -162,7 +163,8 @@ class TamesuItem(pytest.Item):
         from tamesu.report.load import load_run
         from tamesu.report.recorder import Fanout, PlanRecorder
 
-        options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel, load=False)
+        options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel, load=False,
+                             write_golden=_WRITE_GOLDEN)
         reporter = Fanout(_Quiet(), PlanRecorder(None, self.plan.secrets.redactor.data))
         try:
             outcome = asyncio.run(Runner(self.plan, [self.planned], options, reporter).run())

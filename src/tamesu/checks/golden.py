@@ -145,7 +145,7 @@ class Golden(Check[GoldenSpec]):
             golden = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             # the suite's to fix, not the agent's failure: the run is an error saying so, as a broken judge's is
-            raise SuiteProblem(f"no golden file {name}: run with --update-golden to write it") from None
+            raise SuiteProblem(f"no golden file {name}: {run.write_golden}") from None
         except OSError as exc:
             raise InfraError(f"cannot read golden file {name}: {exc.strerror or exc}") from None
         if self.spec.mode == "exact":
