@@ -231,7 +231,7 @@ def _similar(name: str, golden: list[tuple[str, str]], exchanges: list[Exchange]
         return Verdict(passed=False, score=score, evidence=[f"expected {expected}, found {found}"],
                        reason=f"the answer is only {score:.2f} similar to golden file {name} (min "
                        f"{number_text(minimum)}): expected {expected}, found {found}")
-    return Verdict(passed=False, score=score, evidence=[f"turn {turn}: expected {expected}, found {found}"],
+    return Verdict(passed=False, score=score, evidence=[f"expected {expected}, found {found}"],
                    reason=f"the agent turns are only {score:.2f} similar to golden file {name} (min "
                    f"{number_text(minimum)}){counts}; least similar: turn {turn} ({scores[worst]:.2f}): "
                    f"expected {expected}, found {found}")
