@@ -296,3 +296,10 @@ def test_a_suites_warnings_are_at_the_line_they_are_about(tmp_path: Path) -> Non
     assert "no golden file b.txt yet (relative to the suite's folder): `tamesu run --update-golden` writes it " \
            "(pytest has no such option)" in out, out
     assert "a run with --update-golden" not in out, out
+    # and the item's error, in pytest's output and in its result.json (it was "run with --update-golden to write
+    # it", the command line's words, which pytest cannot do)
+    error = "no golden file b.txt: `tamesu run --update-golden` writes it (pytest has no such option)"
+    assert f"golden: {error}" in out, out
+    [result] = [p for p in (tmp_path / "runs").rglob("result.json") if "/b/" in p.as_posix()]
+    assert error in result.read_text(), result.read_text()
+    assert "run with --update-golden" not in out + result.read_text(), out

@@ -19,6 +19,10 @@ from tamesu.suite.secrets import Redactor
 from tamesu.suite.templates import Context
 from tamesu.telemetry.traceparent import TraceContext
 
+WRITE_GOLDEN = "run with --update-golden to write it"
+"""What a missing golden file or baseline tells to do, where the run has `--update-golden` (`tamesu run`, `tamesu
+test`); the pytest plug-in, which has no such option, says the command that has it (`RunOptions.write_golden`)."""
+
 if TYPE_CHECKING:  # the suite schema imports this module
     from tamesu.suite.fuzz import FuzzSpec
     from tamesu.suite.schema import Persona
@@ -257,6 +261,8 @@ class Session:
         asks for `conversation_trace`: only targets that connect before their first turn do."""
         self.update_golden = False
         """`--update-golden`: targets that compare with baselines (the browser's `visual`) write them instead."""
+        self.write_golden = WRITE_GOLDEN
+        """How a baseline not there is told to be written (`WRITE_GOLDEN`, or the pytest plug-in's words)."""
         self.persona: Persona | None = persona
         """Who plays the user: audio targets speak with its `voice` and act out its `behaviors`."""
         self.seed = seed

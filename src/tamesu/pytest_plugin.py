@@ -17,9 +17,9 @@ warning says so): each item would ramp its one test alone, for the whole ramp, w
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import secrets
+import signal
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,11 +122,12 @@ class SuiteFile(pytest.File):
 
 def _under_pytest(warning: str) -> str:
     """A plan's warning as a pytest user can act on it: this plug-in has no `--update-golden` of its own."""
-    return warning.replace("a run with --update-golden writes it", "`tamesu run --update-golden` writes it "
-                           "(pytest has no such option)")
+    return warning.replace("a run with --update-golden writes it", _WRITE_GOLDEN)
 
 
 _TAG = "tamesu tag"
+_WRITE_GOLDEN = "`tamesu run --update-golden` writes it (pytest has no such option)"
+"""What a missing golden file or baseline says under pytest, in the words of its warning (`_under_pytest`)."""
 
 
 def _others_markers(config: pytest.Config) -> set[str]:
@@ -161,13 +162,23 @@ class TamesuItem(pytest.Item):
         from tamesu.report.junit import failure_text, transcript_lines
         from tamesu.report.load import load_run
         from tamesu.report.recorder import Fanout, PlanRecorder
+        from tamesu.runtime.signals import Interrupted, run_stoppable
 
-        options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel, load=False)
+        options = RunOptions(out=self._out(), parallel=self.plan.project.spec.parallel, load=False,
+                             write_golden=_WRITE_GOLDEN)
         reporter = Fanout(_Quiet(), PlanRecorder(None, self.plan.secrets.redactor.data))
+        runner = Runner(self.plan, [self.planned], options, reporter)
         try:
-            outcome = asyncio.run(Runner(self.plan, [self.planned], options, reporter).run())
+            # stopped as the command line stops: the first Ctrl-C (SIGTERM, SIGHUP) ends the run in flight in
+            # order and run.json says "interrupted by SIGINT" (under asyncio.run it was cancelled: "interrupted")
+            outcome = run_stoppable(runner.run(), ends_run=False)  # speech workers kept warm
         except RunFolderError as exc:  # one line, as the command line says it (it was a traceback per item)
             raise TamesuFailure(f"tamesu: {exc}") from None
+        except Interrupted as stop:
+            kept = f": what finished is kept in {runner.run_dir}" if runner.run_dir is not None else ""
+            if stop.signum == signal.SIGINT:  # pytest's own Ctrl-C: the session stops, its summary said
+                raise KeyboardInterrupt(f"tamesu: {stop}{kept}") from None
+            pytest.exit(f"tamesu: {stop}{kept}", returncode=stop.exit_code)
         if not outcome.results:
             raise TamesuFailure(f"the test did not run: {outcome.summary.stopped or outcome.summary.interrupted}")
         result = outcome.results[0]

@@ -12,6 +12,7 @@ import pytest
 
 from checks.grading import verdict
 from checks.test_checks import make_view
+from tamesu.checks import parse_assertion
 from tamesu.conversation import AgentTurn
 
 RUN = make_view(AgentTurn(text="Your order ships Friday.", response={"status": "shipped", "done": False}),
@@ -31,7 +32,20 @@ async def test_a_value_compared_where_there_is_none_fails_negated_or_not(entry: 
     negated = await verdict({**entry, "negate": True}, RUN)
     assert (plain.passed, plain.undecided) == (False, True), plain.reason
     assert (negated.passed, negated.undecided) == (False, True), negated.reason
-    assert negated.reason.startswith("negated, but not decided: "), negated.reason
+    # its label says it is negated (`not json_path: not decided: ...`); one named by the suite says it itself
+    assert negated.reason.startswith("not decided: "), negated.reason
+    named = await verdict({**entry, "negate": True, "name": "no total"}, RUN)
+    assert named.reason.startswith("negated, but not decided: "), named.reason
+
+
+async def test_a_negated_checks_label_says_not_and_its_reason_does_not_again() -> None:
+    # before: `not json_path: negated: $.total is 0 in turn 1`, negated said twice on every line of a failure
+    entry = {"json_path": {"path": "$.total", "exists": False}, "negate": True}
+    assert parse_assertion(entry).label == "not json_path"
+    plain = await verdict(entry, RUN)
+    named = await verdict({**entry, "name": "a total"}, RUN)
+    assert plain.reason == named.reason.removeprefix("negated: ") and not plain.reason.startswith("negated"), \
+        (plain.reason, named.reason)
 
 
 @pytest.mark.parametrize(("entry", "passed"), [

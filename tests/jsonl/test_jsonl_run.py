@@ -5,6 +5,7 @@ the termination rules of dynamic mode, max_turns, script simulators, timeouts, f
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from io import StringIO
 from pathlib import Path
@@ -200,8 +201,9 @@ async def test_a_case_timeout_fails_the_case(expense_agent: ExpenseAgent, tmp_pa
     spoke, never = record.checkpoints or []
     assert (spoke.reached_at_turn, spoke.passed) == (1, True) and spoke.reason.startswith("reached at turn 1: ")
     assert (never.reached_at_turn, never.passed) == (None, None)
-    assert never.reason.startswith("not evaluated: the conversation failed first (last check: expected the agent "
-                                   'to say "zz"'), never.reason
+    # the turn its last check read (a check of one turn says "not found in the answer"; it said "in 1 turn(s)")
+    assert re.match(r'not evaluated: the conversation failed first \(last check, turn \d+: expected the agent to say '
+                    r'"zz"; not found in the answer: ', never.reason), never.reason
 
 
 async def test_a_checkpoint_that_cannot_be_checked_is_named_in_the_error(expense_agent: ExpenseAgent,
@@ -219,8 +221,8 @@ async def test_a_checkpoint_that_cannot_be_checked_is_named_in_the_error(expense
     # the project's check code broke: the suite's to fix (exit 2), not the environment's (it was exit 3)
     assert (record.fault, outcome.exit_code) == ("suite", 2), record
     assert [(c.id, c.passed, c.reason) for c in record.checkpoints or []] == [
-        ("ask", True, 'reached at turn 1: found "type" (turn 1)'), ("made", None, f"not evaluated (last check: "
-                                                                             f"not decided: {said})")]
+        ("ask", True, 'reached at turn 1: found "type" (the answer)'),
+        ("made", None, f"not evaluated (last check, turn 1: not decided: {said})")]
 
 
 async def test_fail_fast_stops_starting_cases(expense_agent: ExpenseAgent, tmp_path: Path) -> None:

@@ -231,7 +231,7 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
     if negate:
         from tamesu.checks.negate import Negated
 
-        check = Negated(check)
+        check = Negated(check, labelled=not entry.get("name"))  # `not contains`, unless named
     label = named or key
     if key == "pack":
         pack = entry["pack"]

@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, Field
 
-from tamesu.conversation import Event, Exchange, ToolCall
+from tamesu.conversation import WRITE_GOLDEN, Event, Exchange, ToolCall
 from tamesu.matching import show
 from tamesu.models.base import Models
 from tamesu.models.structured import Attempt
@@ -59,6 +59,8 @@ class RunView:
     """The run's models, for judges and other model-graded checks; None when none are configured."""
     update_golden: bool = False
     """`--update-golden`: golden checks write what they saw instead of comparing."""
+    write_golden: str = WRITE_GOLDEN
+    """How a missing golden file is told to be written (the pytest plug-in has no `--update-golden`)."""
     redactor: Redactor | None = None
     """Masks secrets in anything a check writes to disk (golden files)."""
     spans: list[Span] | None = None
@@ -92,6 +94,7 @@ class RunView:
             command_timeout=self.command_timeout,
             models=self.models,
             update_golden=self.update_golden,
+            write_golden=self.write_golden,
             redactor=self.redactor,
             spans=None if self.spans is None else [s for s in self.spans if s.turn in indexes],
             turn_labelled=labelled and on_turn != "last",

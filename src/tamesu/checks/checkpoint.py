@@ -71,12 +71,20 @@ class CheckpointState:
     reached_at: int | None = None
     reason: str = ""
     """Why it counts as reached, or what the last check of it said."""
+    checked_at: int | None = None
+    """The turn `reason` is of: a check of one turn says "the answer", not which."""
     error: InfraError | ModelError | None = None
     """Why a check of it could not be made (not reached since): its verdict is that error, not another's."""
 
     @property
     def id(self) -> str:
         return self.planned.spec.id
+
+    def last_check(self) -> str:
+        """` (last check, turn 3: not found in the answer: ...)`, or nothing before any check."""
+        if not self.reason:
+            return ""
+        return f" (last check{'' if self.checked_at is None else f', turn {self.checked_at}'}: {self.reason})"
 
 
 class Tracker:
@@ -104,7 +112,8 @@ class Tracker:
 
     async def _catch_up(self, run: RunView) -> None:
         for exchange in run.exchanges:
-            view = run.scoped(exchange.index)
+            # labelled: its verdict is said as `reached at turn 2: found "x" (the answer)`, the turn once
+            view = run.scoped(exchange.index, labelled=True)
             unheard = sum(1 for e in run.events if e.name in ("trace_not_found", "trace_incomplete"))
             spans = None if view.spans is None else (len(view.spans), unheard)
             earlier = exchange.index <= self._checked
@@ -118,18 +127,18 @@ class Tracker:
                 waiting = [d for d in state.planned.spec.after
                            if (at := self._by_id[d].reached_at) is None or at > exchange.index]
                 if waiting:
-                    state.reason = f"waiting for {', '.join(waiting)}"
+                    state.reason, state.checked_at = f"waiting for {', '.join(waiting)}", exchange.index
                     continue
                 try:
                     verdict = await state.planned.assertion.check.evaluate(view)
                 except (InfraError, ModelError) as exc:  # the case's error: say which checkpoint could not be told
                     if state.error is None:  # the first turn it could not be told at
-                        state.reason = f"not decided: {exc}"
+                        state.reason, state.checked_at = f"not decided: {exc}", exchange.index
                         exc.args = (f"checkpoint {state.id}: {exc}", *exc.args[1:])
                         state.error = exc
                     continue
                 if state.error is None:
-                    state.reason = verdict.reason
+                    state.reason, state.checked_at = verdict.reason, exchange.index
                 if verdict.passed:
                     state.reached_at, state.error = exchange.index, None
                     state.reason = verdict.reason
@@ -205,7 +214,7 @@ class CheckpointCheck(Check[Strict]):
         if state.error is not None:
             raise state.error
         turns = len(run.exchanges)
-        detail = f" (last check: {state.reason})" if state.reason else ""
+        detail = state.last_check()
         if not state.planned.spec.required:
             return Verdict(passed=True, reason=f"optional, not reached in {turns} turn(s){detail}")
         return Verdict(passed=False, reason=f"not reached in {turns} turn(s){detail}")

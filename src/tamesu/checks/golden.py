@@ -145,13 +145,13 @@ class Golden(Check[GoldenSpec]):
             golden = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             # the suite's to fix, not the agent's failure: the run is an error saying so, as a broken judge's is
-            raise SuiteProblem(f"no golden file {name}: run with --update-golden to write it") from None
+            raise SuiteProblem(f"no golden file {name}: {run.write_golden}") from None
         except OSError as exc:
             raise InfraError(f"cannot read golden file {name}: {exc.strerror or exc}") from None
         if self.spec.mode == "exact":
             return _exact(name, golden, render(seen))
         if self.spec.mode == "similar":
-            return _similar(name, parse(golden), run.exchanges, self.spec.min)
+            return _similar(name, parse(golden), run.exchanges, self.spec.min, run.turn_labelled)
         return await self._judge(run, name, golden, seen)
 
     async def _judge(self, run: RunView, name: str, golden: str, seen: list[tuple[str, str]]) -> Verdict:
@@ -207,7 +207,8 @@ def _exact(name: str, golden: str, actual: str) -> Verdict:
                    f"{expected}, found {found}")
 
 
-def _similar(name: str, golden: list[tuple[str, str]], exchanges: list[Exchange], minimum: float) -> Verdict:
+def _similar(name: str, golden: list[tuple[str, str]], exchanges: list[Exchange], minimum: float,
+             labelled: bool = False) -> Verdict:
     want = [text for role, text in golden if role == "agent"]
     have = [e.agent.text for e in exchanges]
     count = max(len(want), len(have))
@@ -226,7 +227,11 @@ def _similar(name: str, golden: list[tuple[str, str]], exchanges: list[Exchange]
     found = quote(have[worst], 120) if worst < len(have) else "no turn"
     # Named by the run's turn number, so on_turn: 3 says turn 3, not "the first".
     turn = (exchanges[0].index if exchanges else 1) + worst
-    return Verdict(passed=False, score=score, evidence=[f"turn {turn}: expected {expected}, found {found}"],
+    if labelled and count == 1:  # `golden (turn 3): the answer is only ...`: the label names its one turn
+        return Verdict(passed=False, score=score, evidence=[f"expected {expected}, found {found}"],
+                       reason=f"the answer is only {score:.2f} similar to golden file {name} (min "
+                       f"{number_text(minimum)}): expected {expected}, found {found}")
+    return Verdict(passed=False, score=score, evidence=[f"expected {expected}, found {found}"],
                    reason=f"the agent turns are only {score:.2f} similar to golden file {name} (min "
                    f"{number_text(minimum)}){counts}; least similar: turn {turn} ({scores[worst]:.2f}): "
                    f"expected {expected}, found {found}")

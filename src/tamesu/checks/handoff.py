@@ -24,7 +24,6 @@ from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput
 from tamesu.roles.transcript import lines_of
 from tamesu.suite.schema import Strict
-from tamesu.suite.templates import Context
 
 
 class HandoffSpec(Strict):
@@ -57,6 +56,16 @@ def _destination(signal: HandoffSignal) -> str:
     return f" to {shown(signal.to)}" if signal.to else ""
 
 
+def _who(run: RunView, exchange: Exchange) -> str:
+    """Who handed over, as a reason says it: `turn 2`, or `the agent` when the check's label names the turn
+    (`handoff (turn 2): expected no handoff; the agent handed over`, not "turn 2 handed over")."""
+    return "the agent" if run.turn_labelled else f"turn {exchange.index}"
+
+
+def _searched(run: RunView) -> str:
+    return "" if run.turn_labelled else f" in {len(run.exchanges)} turn(s)"
+
+
 @register("checks", "handoff")
 class Handoff(Check[HandoffSpec]):
     key = "handoff"
@@ -67,30 +76,29 @@ class Handoff(Check[HandoffSpec]):
 
     async def evaluate(self, run: RunView) -> Verdict:
         handed = [(e, signal) for e in run.exchanges if (signal := e.agent.handoff) is not None]
-        count = len(run.exchanges)
         if not self.spec.handed_off:
             if not handed:
-                return Verdict(passed=True, reason=f"no handoff in {count} turn(s)")
+                return Verdict(passed=True, reason=f"no handoff{_searched(run)}")
             exchange, signal = handed[0]
-            return Verdict(passed=False, reason=f"expected no handoff; turn {exchange.index} handed over"
+            return Verdict(passed=False, reason=f"expected no handoff; {_who(run, exchange)} handed over"
                                                 f"{_destination(signal)}")
         if not handed:
-            return Verdict(passed=False, reason=f"expected a handoff; none in {count} turn(s)")
+            return Verdict(passed=False, reason=f"expected a handoff; none{_searched(run) or ' came'}")
         exchange, signal = handed[0]
         try:
-            problems = self._problems(exchange, signal, run.context)
+            problems = self._problems(exchange, signal, run)
         except TemplateError as exc:
             return template_failed(exc)
         if problems:
             return Verdict(passed=False, reason="; ".join(problems))
         if self.spec.summary is not None:
             return await self._judge_summary(run, exchange, signal)
-        return Verdict(passed=True, reason=f"turn {exchange.index} handed over{_destination(signal)}",
+        return Verdict(passed=True, reason=f"{_who(run, exchange)} handed over{_destination(signal)}",
                        evidence=[signal.summary] if signal.summary else [])
 
     async def _judge_summary(self, run: RunView, exchange: Exchange, signal: HandoffSignal) -> Verdict:
         if not signal.summary:
-            return Verdict(passed=False, reason=f"turn {exchange.index} handed over with no summary to grade")
+            return Verdict(passed=False, reason=f"{_who(run, exchange)} handed over with no summary to grade")
         # the judge reads the conversation, and the summary as the context the rubric is about
         judge = JudgeRole(judge_client(run, self.spec.model), on="handoff")
         assert judge.own is not None
@@ -100,14 +108,15 @@ class Handoff(Check[HandoffSpec]):
             context=signal.summary,
         ))
         graded = to_verdict(verdict)
-        graded.reason = f"turn {exchange.index} handed over{_destination(signal)}; summary: {graded.reason}"
+        graded.reason = f"{_who(run, exchange)} handed over{_destination(signal)}; summary: {graded.reason}"
         return graded
 
-    def _problems(self, exchange: Exchange, signal: HandoffSignal, context: Context) -> list[str]:
+    def _problems(self, exchange: Exchange, signal: HandoffSignal, run: RunView) -> list[str]:
         problems: list[str] = []
+        context = run.context
         if self.spec.within_turns is not None and exchange.index > self.spec.within_turns:
-            problems.append(f"expected a handoff within {self.spec.within_turns} turn(s), "
-                            f"it came at turn {exchange.index}")
+            came = "" if run.turn_labelled else f", it came at turn {exchange.index}"  # else the label's turn
+            problems.append(f"expected a handoff within {self.spec.within_turns} turn(s){came}")
         if self.spec.to is not None and not render_pattern(context, self.spec.to).search(signal.to or ""):
             found = shown(signal.to) if signal.to else "no destination"
             problems.append(f"expected a handoff to /{self.spec.to}/, found {found}")

@@ -15,9 +15,11 @@ class Negated(Check[Strict]):
     key = "negate"
     Spec = Strict
 
-    def __init__(self, inner: Check[BaseModel]) -> None:
+    def __init__(self, inner: Check[BaseModel], labelled: bool = False) -> None:
         super().__init__(Strict())  # no options of its own: the inner check's are its own
         self.inner = inner
+        self.labelled = labelled
+        """Its label says it is negated (`not not_contains`): its reason does not again (`negated: ...`)."""
 
     def prepare(self, search: list[Path]) -> None:
         self.inner.prepare(search)
@@ -25,5 +27,7 @@ class Negated(Check[Strict]):
     async def evaluate(self, run: RunView) -> Verdict:
         verdict = await self.inner.evaluate(run)
         if verdict.undecided:  # "could not check" is no evidence that the opposite holds
-            return verdict.model_copy(update={"reason": f"negated, but not decided: {verdict.reason}"})
-        return verdict.model_copy(update={"passed": not verdict.passed, "reason": f"negated: {verdict.reason}"})
+            said = "not decided" if self.labelled else "negated, but not decided"
+            return verdict.model_copy(update={"reason": f"{said}: {verdict.reason}"})
+        said = "" if self.labelled else "negated: "
+        return verdict.model_copy(update={"passed": not verdict.passed, "reason": f"{said}{verdict.reason}"})

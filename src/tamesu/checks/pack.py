@@ -93,21 +93,24 @@ class Pack(Check[PackRef]):
         undecided: InfraError | ModelError | None = None
         unsettled: list[str] = []
         for assertion in self.spec.assertions:
+            label = _label(assertion, run)
+            view = _part_view(run, assertion.on_turn)
             try:
-                verdict = await assertion.check.evaluate(run.scoped(assertion.on_turn))
+                verdict = Verdict(passed=False, undecided=True, reason=f"turn {assertion.on_turn} is not the "
+                                  "pack's turn") if view is None else await assertion.check.evaluate(view)
             except TemplateError as exc:
                 verdict = Verdict(passed=False, reason=str(exc))
             except (InfraError, ModelError) as exc:
                 # the pack's other parts are still graded: a judge that could not answer hid what they found
-                unsettled.append(assertion.label)
+                unsettled.append(label)
                 if undecided is None:
                     # which of the pack's parts it was ("pack X: GET URL: could not reach it" named none)
                     said = str(exc)  # a role's error may name it already (`judge: no verdict ...`)
                     if not said.startswith(f"{assertion.label}:"):
-                        exc.args = (f"{assertion.label}: {said}",)
+                        exc.args = (f"{label}: {said}",)
                     undecided = exc
                 continue
-            graded.append((assertion.label, verdict))
+            graded.append((label, verdict))
         failed = [(label, verdict) for label, verdict in graded if not verdict.passed]
         total = len(self.spec.assertions)
         if failed:
@@ -135,3 +138,22 @@ class Pack(Check[PackRef]):
             unsupported_evidence=[f"{label}: {item}" for label, verdict in graded
                                   for item in verdict.unsupported_evidence],
         )
+
+
+def _label(assertion: Assertion, run: RunView) -> str:
+    """A part as the pack's reason names it: with its turn when it has one of its own (`not_contains (turn 2):
+    ...; the answer said ...`), as grading labels an assertion written alone; not again within a pack on one
+    turn, whose label names it (`pack X (turn 2): 1 of 2 failed: not_contains: ...`)."""
+    if not isinstance(assertion.on_turn, int) or run.turn_labelled:
+        return assertion.label
+    return f"{assertion.label} (turn {assertion.on_turn})"
+
+
+def _part_view(run: RunView, on_turn: int | str | None) -> RunView | None:
+    """The run as a part reads it: its own turn, labelled beside it (`_label`). Within a pack that is itself on one
+    turn, that turn (`on_turn: last` is it); None for a part on another turn, which the pack's view has not."""
+    if not run.turn_labelled:
+        return run.scoped(on_turn, labelled=True)
+    if on_turn is None or on_turn == "last" or any(e.index == on_turn for e in run.exchanges):
+        return run
+    return None

@@ -90,7 +90,8 @@ class _Transcript:
         self.turn_count = len(run.exchanges)
         self.turn_labelled = run.turn_labelled
         self.turns = [e.agent.text for e in run.exchanges if e.agent.text]
-        self.refusals = [f"HTTP {e.agent.status} on turn {e.index}" for e in run.exchanges
+        self.refusals = [f"HTTP {e.agent.status}" + ("" if run.turn_labelled else f" on turn {e.index}")
+                         for e in run.exchanges
                          if e.agent.status is not None and e.agent.status >= 400]
         """The turns answered with an HTTP error status: an agent that said nothing because its server refused
         (a wrong token's 401, a 404 from a wrong path) is not one that was silent."""
@@ -133,13 +134,24 @@ class _Transcript:
         return _Hit(turn, snippet.strip())
 
     def where(self, hit: _Hit) -> str:
-        if self.turn_labelled:
-            return "the answer"  # `not_contains (turn 2): ...; the answer said: ...`: the label names the turn
-        return f"turn {hit.turn}" if hit.turn is not None else "the transcript"
+        return self.turn(hit.turn) if hit.turn is not None else "the transcript"
+
+    def turn(self, index: int | None) -> str:
+        """A turn as a reason names it: "the answer" when the check's label names the turn already
+        (`not_contains (turn 2): ...; the answer said: ...`, not "turn 2 said")."""
+        return "the answer" if self.turn_labelled or index is None else f"turn {index}"
+
+    def searched(self) -> str:
+        """What was searched: `1 turn(s)`, or `the answer` when the label names its turn."""
+        return "the answer" if self.turn_labelled else f"{self.turn_count} turn(s)"
 
     def missing(self, what: str) -> str:
         """Why `what` (a clause: "not found", "none") was not found, as a sentence: "none in 2 turn(s) of agent
         text: ...", or, when there was nothing to search, that the agent said nothing."""
+        if self.turn_labelled:  # one turn, which the label names: "not found in the answer: ..."
+            if not self.text:
+                return f"the agent said nothing{f' (its answer: {self.refusals[0]})' if self.refusals else ''}"
+            return f"{what} in the answer: {quote_turns(self.turns)}"
         if not self.text:
             refused = f" (its answers: {', '.join(self.refusals[:3])}{', ...' if len(self.refusals) > 3 else ''})" \
                 if self.refusals else ""
@@ -201,8 +213,9 @@ class Contains(_TextCheck):
             )
         if needles[0] in heard:
             match = heard[needles[0]]
-            return Verdict(passed=True, reason=f"found {shown(needles[0])} as speech (turn {match.where}: "
-                                               f"{match.describe()})", evidence=[match.quote])
+            turn = "" if transcript.turn_labelled else f"turn {match.where}: "
+            return Verdict(passed=True, reason=f"found {shown(needles[0])} as speech ({turn}{match.describe()})",
+                           evidence=[match.quote])
         first = needles[0]
         start = _find(transcript.text, first, self.spec.ignore_case)
         hit = transcript.hit(start, start + len(first))
@@ -229,10 +242,11 @@ class NotContains(_TextCheck):
                     evidence=[hit.snippet],
                 )
             if (match := self._heard(transcript, needle)) is not None:
-                return Verdict(passed=False, reason=f"expected the agent never to say {shown(needle)}; turn "
-                                                    f"{match.where} said it aloud: {match.describe()}",
+                return Verdict(passed=False, reason=f"expected the agent never to say {shown(needle)}; "
+                                                    f"{transcript.turn(match.where)} said it aloud: "
+                                                    f"{match.describe()}",
                                evidence=[match.quote])
-        return Verdict(passed=True, reason=f"none of {shown(needles)} in {transcript.turn_count} turn(s)")
+        return Verdict(passed=True, reason=f"none of {shown(needles)} in {transcript.searched()}")
 
 
 class _PatternCheck(Check[PatternSpec]):
@@ -248,14 +262,15 @@ class _PatternCheck(Check[PatternSpec]):
         transcript = _Transcript(run, self.spec.match == "speech")
         found = transcript.search(pattern)
         if found is None and transcript.spoken and (aloud := search(pattern, transcript.spoken)) is not None:
-            return self._decide_spoken(*aloud[:2])
+            return self._decide_spoken(transcript.turn(aloud[0].where), *aloud[:2])
         return self._decide(transcript, found)
 
     def _decide(self, transcript: _Transcript, match: _Found | None) -> Verdict:
         raise NotImplementedError
 
-    def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
-        """The pattern matched a spoken turn's words only as spoken ("press one" read as "press 1")."""
+    def _decide_spoken(self, turn: str, heard: Heard, match: re.Match[str]) -> Verdict:
+        """The pattern matched a spoken turn's words only as spoken ("press one" read as "press 1"); `turn`
+        names it as the reason says it (`turn 2`, or `the answer` beside a label that names it)."""
         raise NotImplementedError
 
 
@@ -275,8 +290,8 @@ class Regex(_PatternCheck):
         return Verdict(passed=True, reason=f"{transcript.where(hit)} matches: {quote(match.text, 120)}",
                        evidence=[hit.snippet])
 
-    def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
-        return Verdict(passed=True, reason=f"turn {heard.where} matches as spoken ({quote(match.string, 120)}): "
+    def _decide_spoken(self, turn: str, heard: Heard, match: re.Match[str]) -> Verdict:
+        return Verdict(passed=True, reason=f"{turn} matches as spoken ({quote(match.string, 120)}): "
                                            f"{quote(match.group(0), 120)}", evidence=[heard.text])
 
 
@@ -288,8 +303,7 @@ class NotRegex(_PatternCheck):
 
     def _decide(self, transcript: _Transcript, match: _Found | None) -> Verdict:
         if match is None:
-            return Verdict(passed=True, reason=f"no match for /{self.spec.pattern}/ in "
-                                               f"{transcript.turn_count} turn(s)")
+            return Verdict(passed=True, reason=f"no match for /{self.spec.pattern}/ in {transcript.searched()}")
         hit = transcript.hit(match.start, match.end)
         return Verdict(
             passed=False,
@@ -298,7 +312,7 @@ class NotRegex(_PatternCheck):
             evidence=[hit.snippet],
         )
 
-    def _decide_spoken(self, heard: Heard, match: re.Match[str]) -> Verdict:
-        return Verdict(passed=False, reason=f"expected no match for /{self.spec.pattern}/; turn {heard.where} "
+    def _decide_spoken(self, turn: str, heard: Heard, match: re.Match[str]) -> Verdict:
+        return Verdict(passed=False, reason=f"expected no match for /{self.spec.pattern}/; {turn} "
                                             f"has {quote(match.group(0), 120)} as spoken ({quote(match.string, 120)})",
                        evidence=[heard.text])

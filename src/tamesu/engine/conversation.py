@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tamesu import plugins, targets
 from tamesu.checks.base import RunView
-from tamesu.conversation import AgentTurn, Exchange, Session
+from tamesu.conversation import WRITE_GOLDEN, AgentTurn, Exchange, Session
 from tamesu.engine import metrics as metric_math
 from tamesu.engine.capture import unfound
 from tamesu.engine.fault import attribute
@@ -62,6 +62,7 @@ class RunInputs:
     after_each: list[HookGroup] = field(default_factory=list)
     models: ModelRegistry | None = None
     update_golden: bool = False
+    write_golden: str = WRITE_GOLDEN
     going: Going = field(default_factory=lambda: Going())
     """The runs of the invocation going now (`execute_run` counts this one in while it goes)."""
     rerun: int = 0
@@ -147,7 +148,7 @@ async def _execute_run(inputs: RunInputs) -> RunOutcome:
     # the run's model clients charge its ledger and put their retries and timeouts on its timeline
     models = inputs.models.with_ledger(run_ledger, session.event) if inputs.models is not None and run_ledger else None
     session.models = models
-    session.update_golden = inputs.update_golden
+    session.update_golden, session.write_golden = inputs.update_golden, inputs.write_golden
     session.runs_going = lambda: max(1, inputs.going.count)
     remote_agents = RemoteAgents(test.suite.spec.remote_agents, session, remote_urls)
     result = RunResult(
@@ -249,6 +250,7 @@ async def _execute_run(inputs: RunInputs) -> RunOutcome:
             view = RunView(exchanges=exchanges, metrics=measured, captured=captured, events=session.events,
                            tool_calls=result.tool_calls, context=context, base_dir=test.suite.dir, vars=test.vars,
                            models=models, update_golden=inputs.update_golden, redactor=inputs.secrets.redactor,
+                           write_golden=inputs.write_golden,
                            spans=spans_file.spans if spans_file is not None else None)
             # a skipped run grades only what happened: the assertions of the turns it reached; a failed
             # conversation only those of the turns that completed before it failed (tamesu.engine.grading)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from tamesu import __version__, targets
+from tamesu.conversation import WRITE_GOLDEN
 from tamesu.engine._halts import Halts
 from tamesu.engine._late_spans import tell_spans
 from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
@@ -67,6 +68,8 @@ class RunOptions:
     cache_mode: CacheMode | None = None
     """`--no-cache` (off) or `--cache-only` (only) over the project's `cache.mode`."""
     update_golden: bool = False
+    write_golden: str = WRITE_GOLDEN
+    """How a missing golden file is told to be written: the pytest plug-in has no `--update-golden`."""
     load: bool = True
     """A suite's `load:` stages after its tests (the pytest plug-in's items, one test's verdict each, run none)."""
 
@@ -441,6 +444,7 @@ class Runner:
                 artifacts_dir=run_dir, secrets=self.plan.secrets, rerun=rerun,
                 before_each=self._hooks(test.suite, "before_each"), after_each=self._hooks(test.suite, "after_each"),
                 models=models, update_golden=self.options.update_golden, going=self._going,
+                write_golden=self.options.write_golden,
                 stop=self.stopping,
                 user_factory=None if test.user_factory is None else partial(test.user_factory, number=number),
                 traces=traces,

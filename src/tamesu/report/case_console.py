@@ -228,7 +228,9 @@ class TestConsole:
             mark, style = ("✓", "green") if point.passed else ("✗", "red") if point.passed is False else ("·", "")
             where = f" (turn {point.reached_at_turn})" if point.reached_at_turn is not None else ""
             about = f" {point.description}" if point.description else ""
-            detail = f": {point.reason}" if not point.passed or self.verbose else ""
+            # `greet (turn 2): found ...`, the turn said once (the reason begins "reached at turn 2: ")
+            said = point.reason.removeprefix(f"reached at turn {point.reached_at_turn}: ")
+            detail = f": {said}" if not point.passed or self.verbose else ""
             optional = " [optional]" if not point.required else ""
             self._line("  │  ", (mark, style), f" {point.id}{where}{optional}{about}{detail}")
         self._line("  │")

@@ -319,7 +319,7 @@ def _checkpoints(parsed: ParsedCase, tracker: Tracker, graded: list[AssertionRes
         verdict = verdicts.get(state.id)
         passed, reason = (verdict.passed, verdict.reason) if verdict is not None else \
             (True, f"reached at turn {state.reached_at}: {state.reason}") if state.reached_at is not None else \
-            (None, not_graded + (f" (last check: {state.reason})" if state.reason else ""))
+            (None, not_graded + state.last_check())
         records.append(CheckpointRecord(
             id=state.id, description=spec.description, required=spec.required, reached_at_turn=state.reached_at,
             passed=passed, reason=reason))

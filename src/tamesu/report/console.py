@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -126,8 +127,9 @@ class ConsoleReporter:
         # an inconclusive run's finding is said on its own `?` line below: not twice
         echoed = result.status == "inconclusive" and any(
             run.status == "inconclusive" and run.fault_reason == result.reason for run in result.runs)
-        if result.reason and not echoed:
-            self._print(Text(f"      {result.reason}", style="yellow" if result.status == "inconclusive" else "red"))
+        reason = _past_the_stats(result)
+        if reason and not echoed:
+            self._print(Text(f"      {reason}", style="yellow" if result.status == "inconclusive" else "red"))
         if result.status == "skipped" and result.skip_reason:
             self._print(Text(f"      {result.skip_reason}", style="dim"))
         if result.status == "quarantined" and result.quarantine:
@@ -260,6 +262,19 @@ class ConsoleReporter:
 
 TRANSCRIPT_CHARS = 4000
 """How much of one turn's words `-vv` prints."""
+
+
+_RUNS_BELOW = re.compile(r"\d+ of \d+ runs passed, rate [\d.]+ below pass_threshold [^;\s]+(?:; |$)")
+
+
+def _past_the_stats(result: TestResult) -> str | None:
+    """A test's reason as said beneath its line and its statistics: `0 of 3 runs passed, rate 0.00 below
+    pass_threshold 0.6` (engine.repeats) is what `0/3 runs passed` and `rate 0.00 ... (threshold 0.6)` above it
+    said already; only what follows it (runs that said nothing) is left. Reports without those lines keep it."""
+    if result.reason is None or result.stats is None:
+        return result.reason
+    said = _RUNS_BELOW.match(result.reason)
+    return result.reason if said is None else result.reason[said.end():] or None
 
 
 def stats_line(result: TestResult) -> str:

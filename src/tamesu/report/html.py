@@ -28,7 +28,7 @@ from tamesu.report.baseline import Comparison, describe_change
 from tamesu.report.load import LoadedRun, mean_metrics
 from tamesu.report.load_html import load_sections
 from tamesu.report.waterfall import waterfall_css
-from tamesu.report.words import failure_reason, fault_said_below, not_evaluated
+from tamesu.report.words import evidence_to_show, failure_reason, fault_said_below, not_evaluated
 from tamesu.results.records import AssertionResult, RunResult, RunSummary, TestResult
 
 _BADGES = {"passed": "PASS", "failed": "FAIL", "error": "ERR", "quarantined": "QUAR", "skipped": "SKIP",
@@ -349,7 +349,7 @@ class _Page:
             unsupported = set(a.unsupported_evidence)
             evidence = "".join(
                 f"<blockquote>{esc(item)}{' <em>(not in the transcript)</em>' if item in unsupported else ''}"
-                "</blockquote>" for item in a.evidence)
+                "</blockquote>" for item in evidence_to_show(a.reason, a.evidence, a.unsupported_evidence))
             dim = f'<div class="dim">{" · ".join(by)}</div>' if by else ""
             rows.append(f'<tr class="{"pass" if a.passed else "fail"}"><td>{mark}</td><td class="kind">{name}</td>'
                         f'<td><div class="reason">{esc(a.reason)}</div>{evidence}{dim}</td></tr>')

@@ -19,7 +19,14 @@ from pathlib import Path
 
 from tamesu.plugins import register
 from tamesu.report.load import LoadedRun, shown_path
-from tamesu.report.words import echoed_failure, failed_turns, failure_reason, fault_said_below, not_evaluated
+from tamesu.report.words import (
+    echoed_failure,
+    evidence_to_show,
+    failed_turns,
+    failure_reason,
+    fault_said_below,
+    not_evaluated,
+)
 from tamesu.results.records import RunSummary, TestResult
 
 # XML 1.0 cannot hold most control characters, and an agent's text may contain anything.
@@ -69,7 +76,8 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
             judge = " (fake judge)" if failure.fake and "fake judge" not in failure.reason else ""
             lines.append(f"{prefix}{failure.name}{where}: {failure.reason}{judge}")
             lines.extend(f"    evidence: {item}" + (" (not in the transcript)" if item in failure.unsupported_evidence
-                                                      else "") for item in failure.evidence)
+                                                      else "")
+                         for item in evidence_to_show(failure.reason, failure.evidence, failure.unsupported_evidence))
         if summary.not_evaluated:
             lines.append(f"{prefix}{not_evaluated(summary.not_evaluated, bool(summary.error))}")
         if summary.error or failures:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Protocol
@@ -95,3 +96,13 @@ def failed_turns(events: Sequence[Event]) -> dict[int, str]:
     otherwise showed an empty answer (a timeout, an HTTP 500) as if the agent had said nothing."""
     return {int(e.data["turn"]): str(e.data.get("reason", "")) for e in events
             if e.name == "turn_failed" and isinstance(e.data.get("turn"), int)}
+
+
+def evidence_to_show(reason: str, evidence: Sequence[str], unsupported: Sequence[str] = ()) -> list[str]:
+    """The evidence a failure's line shows beneath its reason: not an item the reason quotes already (`turn 1
+    said: "…arriving Friday."` over `evidence: …arriving Friday.`, `found "shipped"` over `evidence: "shipped"`),
+    which JUnit, the HTML report and pytest said twice; an item not in the transcript is kept, it is flagged."""
+    def said(item: str) -> bool:
+        return bool(item.strip()) and (item in reason or json.dumps(item, ensure_ascii=False) in reason)
+
+    return [item for item in evidence if item in unsupported or not said(item)]

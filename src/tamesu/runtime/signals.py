@@ -76,8 +76,10 @@ def gentle_stop(callback: Callable[[int], None]) -> Iterator[None]:
         _gentle.remove(callback)
 
 
-def run_stoppable(main: Coroutine[Any, Any, T]) -> T:
-    """`asyncio.run(main)`, where SIGINT, SIGTERM and SIGHUP cancel `main` and raise `Interrupted` once it has ended."""
+def run_stoppable(main: Coroutine[Any, Any, T], ends_run: bool = True) -> T:
+    """`asyncio.run(main)`, where SIGINT, SIGTERM and SIGHUP cancel `main` and raise `Interrupted` once it has ended.
+    `ends_run`: what the run started once (the speech workers) ends with `main`; the pytest plug-in's items, each a
+    run, keep them for the next item (the interpreter's exit ends them)."""
     from tamesu.runtime.cleanup import run_ended
 
     _received.clear()
@@ -88,7 +90,8 @@ def run_stoppable(main: Coroutine[Any, Any, T]) -> T:
             raise Interrupted(_received[0]) from None
         raise Interrupted(signal.SIGINT) from None
     finally:
-        run_ended()  # what the run started once (a pool of workers) ends with it
+        if ends_run:
+            run_ended()  # what the run started once (a pool of workers) ends with it
 
 
 async def _guarded(main: Coroutine[Any, Any, T]) -> T:

@@ -33,7 +33,7 @@ async def compare(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, o
         return {"detail": f"baseline {shown} written"}
     if not baseline.is_file():
         # the suite's to set up, not the page's failure: the run is an error, as a missing golden file's is
-        raise SuiteProblem(f"visual: no baseline {shown}: run with --update-golden to write it")
+        raise SuiteProblem(f"visual: no baseline {shown}: {env.session.write_golden}")
     actual = Image.open(io.BytesIO(shot)).convert("RGBA")
     expected = Image.open(baseline).convert("RGBA")
     if actual.size != expected.size:
