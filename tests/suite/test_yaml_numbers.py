@@ -36,7 +36,7 @@ tests:
     assert:
       - judge: { rubric: "The agent is polite", min: '4' }
       - turns: { equals: '1' }
-      - contains: { value: ord-, ignore_case: true }
+      - json_path: { path: $.x, gte: '2' }
   - name: as written
     target: shop
     repeat: 2
@@ -70,6 +70,7 @@ def test_a_quoted_number_is_text_where_a_number_is_meant(tmp_path: Path) -> None
             "s.tamesu.yaml:15:28: tests[0].scenario.max_turns: ' 3 ' is text: write 3",
             "s.tamesu.yaml:17:54: tests[0].assert[0].judge.min: '4' is text: write 4",
             "s.tamesu.yaml:18:26: tests[0].assert[1].turns.equals: '1' is text: write 1",
+            "s.tamesu.yaml:19:38: tests[0].assert[2].json_path.gte: '2' is text: write 2",
         ]), done.stdout + done.stderr
         assert "Traceback" not in done.stdout + done.stderr
 
