@@ -46,6 +46,10 @@ _HOMES: dict[str, str] = {
     "Score": "tamesu.evaluators.base",
     # the strict base model of every spec (unknown keys are errors)
     "Strict": "tamesu.types",
+    # its fields as a user writes them: `true`/`false` only, a number never as quoted text
+    "YamlBool": "tamesu.types",
+    "YamlFloat": "tamesu.types",
+    "YamlInt": "tamesu.types",
     # script tests
     "AgentSession": "tamesu.testing",
     "AsyncAgentSession": "tamesu.testing",
@@ -78,6 +82,9 @@ __all__ = [
     "TurnError",
     "UserTurn",
     "Verdict",
+    "YamlBool",
+    "YamlFloat",
+    "YamlInt",
     "__version__",
     "register",
 ]
@@ -94,7 +101,7 @@ if TYPE_CHECKING:
     from tamesu.report.load import LoadedRun
     from tamesu.targets.base import StepContext, Target, TargetSpec
     from tamesu.testing import AgentSession, AsyncAgentSession
-    from tamesu.types import Strict
+    from tamesu.types import Strict, YamlBool, YamlFloat, YamlInt
 
 
 def __getattr__(name: str) -> object:

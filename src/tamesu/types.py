@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 import os.path
 import re
-import sys
 from collections.abc import Callable
 from typing import Annotated, Any, TypeAlias, TypeVar
 
@@ -55,17 +53,61 @@ def narrows(function: _F) -> _F:
     return function
 
 
-@narrows
-def _no_bool(value: object) -> object:
-    # pydantic reads `true` as 1.0: `lt: true` is a mistake, not a bound of one (as `turns` says)
+_NUMERAL = re.compile(r"\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*")
+
+
+class FilledText(str):
+    """Text a template put in as the plan was made (`lte: "{{vars.n}}"`, a CSV cell's `n`): a number field reads
+    the number it spells, as the user wrote a template there, not a quoted number (a var is put in as text, and a
+    CSV cell is text)."""
+
+    __slots__ = ()
+
+
+def _number_refused(value: object, expected: str) -> None:
+    """Refuse what pydantic's lax mode read as a number: `true` as 1, the text `'4'` as 4 (and `'nan'` as NaN),
+    where a quoted number is text the user wrote, most likely by mistake, and `true` is no count."""
     if isinstance(value, bool):
-        raise ValueError(f"expected a number, not {str(value).lower()}")
+        raise ValueError(f"expected {expected}, not {str(value).lower()}")
+    if isinstance(value, str):
+        if _NUMERAL.fullmatch(value):
+            if isinstance(value, FilledText):
+                return  # pydantic's lax int or float reads it
+            raise ValueError(f"{value[:40]!r} is text: write {value.strip()[:40]}")
+        raise ValueError(f"expected {expected}, got {value[:40]!r}")
+
+
+# a number as written goes on at once: planning a test reads several, and its Python calls are bounded
+# (tests/engine/test_turn_calls.py)
+@narrows
+def _whole_number(value: object) -> object:
+    if value.__class__ is not int:
+        _number_refused(value, "a whole number")
+    return value  # pydantic's int then: 4.0 is 4, 4.5 is refused
+
+
+@narrows
+def _a_number(value: object) -> object:
+    if value.__class__ is not float and value.__class__ is not int:
+        _number_refused(value, "a number")
     return value
 
 
-Finite = Annotated[float, BeforeValidator(_no_bool), Field(allow_inf_nan=False)]
+YamlInt = Annotated[int, BeforeValidator(_whole_number)]
+"""A whole number as YAML and JSON write one, `4`: the text `'4'` (`repeat: '4'`) is refused (`'4' is text: write
+4`), and `true`, where pydantic's lax mode read either as a count. Every `int` a user writes is one (`tests/
+test_strict_types.py` walks every `Strict` model)."""
+
+YamlFloat = Annotated[float, BeforeValidator(_a_number)]
+"""A number as YAML and JSON write one, `0.5` or `1`: the text `'0.5'` is refused as `YamlInt` says."""
+
+NUMBER_READERS = (_whole_number, _a_number, parse_duration)
+"""The before-validators that decide what a number field takes (a duration reads `30s`, and `'30'` as seconds,
+on purpose): a number a user writes is read through one of them, never by pydantic's lax mode alone."""
+
+Finite = Annotated[float, BeforeValidator(_a_number), Field(allow_inf_nan=False)]
 """A bound or a limit: `.nan` passes or fails every comparison and `.inf` holds for every number, so neither is one;
-nor is `true`, which pydantic read as 1."""
+nor is `true`, which pydantic read as 1, nor the text `'0.5'`."""
 
 
 def expand_home(path: str) -> str:
@@ -91,7 +133,6 @@ def store_word_problem(text: str) -> str | None:
             "(such as history.db) or postgresql://...")
 
 
-_BOOL_WORD = re.compile(r"\bbool\b")
 YamlBool = Annotated[bool, StrictMarker()]
 """A boolean as YAML 1.2 (and JSON) writes one, `true` or `false`: `yes`, `on`, `1` or `"true"` is refused
 (`"yes" is not a boolean: write true or false`, `suite.problems`), where pydantic read them as true."""
@@ -105,26 +146,29 @@ def not_a_boolean(found: object) -> str:
     return f"{written} is not a boolean: write true or false"
 
 
+BOOLEAN_WORDS = frozenset({"y", "n", "yes", "no", "on", "off", "true", "false"})
+"""Text that is a boolean to YAML 1.1 (or one quoted): `true` or `false` meant, where a field takes text too."""
+
+
+@narrows
+def _no_boolean_word(value: object) -> object:
+    if isinstance(value, str) and value.strip().lower() in BOOLEAN_WORDS:
+        raise ValueError(not_a_boolean(value))
+    return value
+
+
+TextOrBool = Annotated[str | YamlBool, BeforeValidator(_no_boolean_word)]
+"""`true`, `false` or text (a test's `skip:` reason): text that YAML 1.1 read as a boolean, `skip: no`, is refused
+as `YamlBool` refuses it, where it was the reason "no", and skipped the test."""
+
+
 class Strict(BaseModel):
-    """Every model a user writes rejects keys it does not know, so typos are caught; and takes its booleans as
-    `true` and `false` only (`YamlBool`): each `bool` its subclasses annotate, in a union or a list too, is read
-    as that, so none is read loosely by being left out."""
+    """Every model a user writes rejects keys it does not know, so typos are caught. Its booleans are written
+    `YamlBool` and its numbers `YamlInt`, `YamlFloat`, `Finite` or `Duration`, never a bare `bool`, `int` or
+    `float`, which pydantic reads loosely (`yes` as true, `'4'` as 4): `tests/test_strict_types.py` walks every
+    subclass for one."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        # the class's own annotations, changed in place before pydantic reads them (a copy would not be read)
-        own = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
-        names = None
-        for field, written in own.items():
-            if isinstance(written, str) and _BOOL_WORD.search(written) and not field.startswith("_"):
-                if names is None:
-                    module = sys.modules.get(cls.__module__)
-                    names = {**(vars(module) if module is not None else {}), "bool": YamlBool}
-                # a name defined later in its module (or only for type checking): left to pydantic, read loosely
-                with contextlib.suppress(NameError, TypeError, AttributeError):
-                    own[field] = eval(written, names)  # the class's own annotation, in its module
-        super().__init_subclass__(**kwargs)
 
 
 JSONValue: TypeAlias = str | int | float | bool | list["JSONValue"] | dict[str, "JSONValue"] | None
@@ -254,5 +298,6 @@ def _a_store(value: str | bool | None) -> str | bool | None:
     return value
 
 
-StoreSetting = Annotated[str | bool | None, AfterValidator(_a_store)]
-"""tamesu.yaml's `store:`: true, false, a SQLite path or a URL; a bare word that is none of them is refused."""
+StoreSetting = Annotated[str | YamlBool | None, BeforeValidator(_no_boolean_word), AfterValidator(_a_store)]
+"""tamesu.yaml's `store:`: true, false, a SQLite path or a URL; a bare word that is none of them is refused, and
+so are `yes`, `on`, `off` (`TAMESU_STORE=off` takes them: an environment variable is text)."""

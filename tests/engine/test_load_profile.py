@@ -240,7 +240,7 @@ def test_a_bad_ramp_is_one_line(tmp_path: Path, tamesu) -> None:
     write(tmp_path, "http://127.0.0.1:9", "{ ramp: ['4'], hold: 10s }")
     quoted = tamesu(["validate"], cwd=tmp_path)
     assert quoted.returncode == 2, quoted.stdout + quoted.stderr
-    assert quoted.stderr.splitlines()[0].endswith(": load.ramp[0]: input should be a valid integer, got '4'"), \
+    assert quoted.stderr.splitlines()[0].endswith(": load.ramp[0]: '4' is text: write 4"), \
         quoted.stderr
 
 

@@ -73,8 +73,7 @@ CASES = [
     ),
     pytest.param(
         TARGET + "tests:\n  - name: a\n    target: api\n    scenario:\n      max_turns: lots\n",
-        "suite.yaml:9:18: tests[0].scenario.max_turns: input should be a valid integer, unable to parse "
-        "string as an integer, got 'lots'",
+        "suite.yaml:9:18: tests[0].scenario.max_turns: expected a whole number, got 'lots'",
         id="wrong-type",
     ),
     pytest.param(
@@ -601,8 +600,7 @@ models:
         "tamesu.yaml:5:5: targets.geo.respnse: not a rest target key (did you mean 'response'?)",
         "tamesu.yaml:6:19: targets.geo.turn_timeout: expected a duration such as 30s or 500ms, got 'fast'",
         "tamesu.yaml:8:52: models.judge.rules[0].pas: not a judge rule key (did you mean 'pass'?)",
-        "tamesu.yaml:9:61: models.sim.temperature: input should be a valid number, unable to parse string as a "
-        "number, got 'hot'",
+        "tamesu.yaml:9:61: models.sim.temperature: expected a number, got 'hot'",
         "4 problems found"], result.stderr
 
 
@@ -724,8 +722,7 @@ def test_validate_says_the_projects_and_the_suites_problems_at_once(tmp_path: Pa
     assert result.returncode == 2, result.stdout + result.stderr
     holds = "has more fields than its header (2): quote a value that holds ','"
     assert result.stderr.splitlines() == [
-        "tamesu.yaml:2:11: parallel: input should be a valid integer, unable to parse string as an integer, "
-        "got 'lots'",
+        "tamesu.yaml:2:11: parallel: expected a whole number, got 'lots'",
         "tamesu.yaml:4:28: models.judge.rulez: not a model key (did you mean 'rules'?)",
         "suite.yaml:8:16: tests[0].persona.colour: not a persona key (keys: name, style, language, voice, "
         "background, behaviors, facts)",

@@ -21,7 +21,7 @@ from tamesu.matching import as_number, number_text, same, shown, shown_apart
 from tamesu.suite.patterns import runaway
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import TEMPLATE, Context
-from tamesu.types import Finite
+from tamesu.types import Finite, YamlInt
 
 COMPARISONS = ("equals", "not_equals", "matches", "contains", "gt", "gte", "lt", "lte", "length")
 # `equals: null` is a real expectation; for the others an explicit null means "not given".
@@ -118,7 +118,7 @@ class ValueComparisons(Equals, NotEquals, Matches, Bounds):
     """Every comparison a JSON value may be put to (json_path, and http's json_path)."""
 
     contains: object = None
-    length: int | None = Field(None, ge=0)
+    length: YamlInt | None = Field(None, ge=0)
 
 
 def expectations(spec: BaseModel) -> dict[str, object]:
@@ -271,7 +271,7 @@ def _status(value: object) -> int | str:
     raise ValueError(f"expected an HTTP status such as 200 or a class such as 2xx, got {value!r}")
 
 
-StatusCode = Annotated[int | str, BeforeValidator(_status)]
+StatusCode = Annotated[YamlInt | str, BeforeValidator(_status)]
 """200, or a class of statuses: "2xx"."""
 
 StatusCodes = Annotated[list[StatusCode], BeforeValidator(lambda v: v if isinstance(v, list) else [v])]

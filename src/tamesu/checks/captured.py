@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import Field, StrictBool, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import (
     Equals,
@@ -22,12 +22,12 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.errors import TemplateError
 from tamesu.matching import shown
 from tamesu.plugins import register
-from tamesu.types import narrows
+from tamesu.types import YamlBool, narrows
 
 
 class CapturedSpec(Equals, Matches):
     name: str = Field(min_length=1)
-    exists: StrictBool = True
+    exists: YamlBool = True
 
     @field_validator("equals", mode="before")
     @classmethod

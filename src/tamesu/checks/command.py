@@ -31,15 +31,16 @@ from tamesu.plugins import register
 from tamesu.runtime.shell import run_shell
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import TEMPLATE, Context
+from tamesu.types import YamlBool, YamlFloat, YamlInt
 
 _TAIL_LINES = 5
 
-EnvValue = str | int | float | bool
+EnvValue = str | YamlInt | YamlFloat | YamlBool  # `X: yes` is the text yes, as an environment holds it
 
 
 class CommandSpec(Strict):
     run: str = Field(min_length=1)
-    exit_code: int | None = 0
+    exit_code: YamlInt | None = 0
     """The exit code expected; null accepts any (then an output check is required)."""
     contains: str | list[str] | None = None
     not_contains: str | list[str] | None = None

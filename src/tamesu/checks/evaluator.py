@@ -25,14 +25,14 @@ from tamesu.evaluators import EvaluatorError, Sample
 from tamesu.models.base import ModelError
 from tamesu.plugins import register
 from tamesu.roles.transcript import lines_of
-from tamesu.types import Strict
+from tamesu.types import Strict, YamlFloat
 
 
 class EvaluatorSpec(Strict):
     name: str = Field(min_length=1)
-    min: float | None = Field(None, ge=0, le=1)
+    min: YamlFloat | None = Field(None, ge=0, le=1)
     """The lowest score that passes."""
-    max: float | None = Field(None, ge=0, le=1)
+    max: YamlFloat | None = Field(None, ge=0, le=1)
     """The highest score that passes (for scores where more is worse, such as maliciousness)."""
     context: ContextSpec | None = None
     model: Any = None

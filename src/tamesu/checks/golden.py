@@ -45,6 +45,7 @@ from tamesu.models.spec import ModelSpec
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
 from tamesu.suite.secrets import Redactor
+from tamesu.types import YamlFloat
 
 _INDENT = "  "
 _DIFF_LINES = 60  # of a unified diff kept as evidence; past that the reason already says enough
@@ -53,7 +54,7 @@ _DIFF_LINES = 60  # of a unified diff kept as evidence; past that the reason alr
 class GoldenSpec(Strict):
     file: str = Field(min_length=1)
     mode: Literal["exact", "similar", "judge"] = "exact"
-    min: float = Field(0.8, ge=0, le=1)
+    min: YamlFloat = Field(0.8, ge=0, le=1)
     """similar: the lowest mean similarity of the agent turns that passes."""
     rubric: str | None = None
     """judge: what else the judge must hold the transcript to."""

@@ -15,7 +15,7 @@ from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.checks.judge import judge_client, to_verdict
 from tamesu.plugins import register
 from tamesu.roles.judge import Judge
-from tamesu.types import Strict
+from tamesu.types import Strict, YamlFloat
 
 
 class ContextSpec(Strict):
@@ -44,7 +44,7 @@ class ContextSpec(Strict):
 class GroundedSpec(Strict):
     context: ContextSpec
     model: Any = None
-    min: float = Field(1.0, ge=0, le=1)
+    min: YamlFloat = Field(1.0, ge=0, le=1)
     """The fraction of claims that must be supported (default all of them)."""
     evidence: Literal["strict", "lenient"] = "strict"
     """strict: a verdict whose quotes (the unsupported claims) are none of them in the agent's words is not taken:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, StrictBool, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks._quote import quote
@@ -24,11 +24,12 @@ from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput
 from tamesu.roles.transcript import lines_of
 from tamesu.suite.schema import Strict
+from tamesu.types import YamlBool, YamlInt
 
 
 class HandoffSpec(Strict):
-    handed_off: StrictBool = True
-    within_turns: int | None = Field(None, ge=1)
+    handed_off: YamlBool = True
+    within_turns: YamlInt | None = Field(None, ge=1)
     to: str | None = None
     summary_contains: list[str] = Field(default_factory=list)
     summary: str | None = Field(None, min_length=1)

@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 import jsonpath
-from pydantic import StrictBool, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
 from tamesu.checks._compare import (
     ValueComparisons,
@@ -35,6 +35,7 @@ from tamesu.checks.base import Check, Exchange, RunView, Verdict
 from tamesu.errors import SuiteProblem, TemplateError
 from tamesu.matching import shown
 from tamesu.plugins import register
+from tamesu.types import YamlBool
 
 Path = jsonpath.JSONPath | jsonpath.CompoundJSONPath
 
@@ -55,7 +56,7 @@ class PathSpec(ValueComparisons):
     """A path and what its value must be; also the `json_path` option of `http`."""
 
     path: str
-    exists: StrictBool | None = None
+    exists: YamlBool | None = None
 
     @field_validator("path")
     @classmethod

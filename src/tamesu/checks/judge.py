@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, model_validator
+from pydantic import Field, model_validator
 
 from tamesu.checks._quote import quote, their_line
 from tamesu.checks._unheard import unheard
@@ -20,7 +20,7 @@ from tamesu.roles.judge import Judge as JudgeRole
 from tamesu.roles.judge import JudgeInput, JudgeVerdict
 from tamesu.roles.transcript import lines_of
 from tamesu.telemetry import genai
-from tamesu.types import Strict
+from tamesu.types import Strict, YamlBool, YamlFloat
 
 
 class JudgeSpec(Strict):
@@ -28,11 +28,11 @@ class JudgeSpec(Strict):
     model: Any = None
     """A name under `models:` or `provider:model`; default `models.judge`."""
     scale: Literal["binary", "1-5"] = "binary"
-    min: float = Field(4, ge=1, le=5)
-    timings: StrictBool = False
+    min: YamlFloat = Field(4, ge=1, le=5)
+    timings: YamlBool = False
     """Show the judge the timing and spending metrics too. They differ on every run, so each run then
     asks the model anew instead of replaying its verdict from the cache."""
-    trace: StrictBool = False
+    trace: YamlBool = False
     """Show the judge a summary of the agent's own spans (`traces:`): names, tools with arguments, durations,
     errors. Its evidence may quote it and is looked up in it as in the transcript."""
     evidence: Literal["strict", "lenient"] = "strict"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, PrivateAttr, StrictBool, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from tamesu.checks import Assertion, AssertionProblem, parse_assertion
 from tamesu.checks.base import Check, RunView, Verdict
@@ -22,12 +22,12 @@ from tamesu.errors import InfraError, TemplateError
 from tamesu.models.base import ModelError
 from tamesu.packs import JUDGED_KEYS, PackSpec, resolve
 from tamesu.plugins import register
-from tamesu.types import Strict
+from tamesu.types import Strict, YamlBool
 
 
 class PackRef(Strict):
     name: str = Field(min_length=1)
-    judges: StrictBool = True
+    judges: YamlBool = True
     """False: leave out the pack's assertions that ask a model."""
     model: Any = None
     """The model of the pack's judges (a name under `models:` or `provider:model`); default models.judge."""

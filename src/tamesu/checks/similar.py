@@ -45,6 +45,7 @@ from tamesu.matching import number_text, shown
 from tamesu.models.base import EmbeddingModels, ModelError
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
+from tamesu.types import YamlFloat
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 NEEDS_EXTRA = ("embedding similarity needs embedding_model naming a model under models: (an openai, azure or fake "
@@ -150,7 +151,7 @@ async def embedding_similarity(model_name: str, expected: str, texts: Sequence[s
 class SimilarSpec(Strict):
     value: str = Field(min_length=1)
     """The expected text, a template."""
-    min: float = Field(0.7, ge=0, le=1)
+    min: YamlFloat = Field(0.7, ge=0, le=1)
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     """method: embedding only: a model under `models:` with an embeddings API (openai, azure, fake), or a
     sentence-transformers model name or local path (the optional extra tamesu[embeddings])."""

@@ -24,14 +24,15 @@ from tamesu.suite.patterns import runaway, runaway_in
 from tamesu.suite.schema import Strict
 from tamesu.telemetry.genai import excerpt, whereabouts
 from tamesu.telemetry.spans import Span
+from tamesu.types import YamlFloat, YamlInt
 
 NO_TRACES = "no spans: the suite receives none (set traces.receive in tamesu.yaml or the suite)"
 
 
 class CountSpec(Strict):
-    equals: int | None = Field(None, ge=0)
-    gte: int | None = Field(None, ge=0)
-    lte: int | None = Field(None, ge=0)
+    equals: YamlInt | None = Field(None, ge=0)
+    gte: YamlInt | None = Field(None, ge=0)
+    lte: YamlInt | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _something(self) -> CountSpec:
@@ -59,8 +60,8 @@ class SpanSpec(Strict):
     attributes: dict[str, Any] = Field(default_factory=dict)
     status: Literal["ok", "error", "unset"] | None = None
     count: CountSpec = Field(default_factory=lambda: CountSpec(gte=1))
-    max_duration_ms: float | None = Field(None, ge=0)
-    on_turn: Annotated[int, Field(ge=1)] | Literal["last"] | None = None
+    max_duration_ms: YamlFloat | None = Field(None, ge=0)
+    on_turn: Annotated[YamlInt, Field(ge=1)] | Literal["last"] | None = None
     """As the assertion's own `on_turn` (the issue's examples write it among the span's options)."""
 
     @field_validator("name")

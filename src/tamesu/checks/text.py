@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pydantic import Field, StrictBool, field_validator
+from pydantic import Field, field_validator
 
 from tamesu.checks._compare import render_pattern, template_failed, valid_pattern
 from tamesu.checks._quote import quote, quote_turns
@@ -23,6 +23,7 @@ from tamesu.matching import shown
 from tamesu.plugins import register
 from tamesu.speech.phrase import SIMILARITY, Heard, Match, closest, find, search
 from tamesu.suite.schema import SpeechMatch, Strict
+from tamesu.types import YamlBool, YamlFloat
 
 _CONTEXT = 40  # characters shown either side of a match in a reason
 
@@ -30,9 +31,9 @@ _CONTEXT = 40  # characters shown either side of a match in a reason
 class TextSpec(Strict):
     value: str | list[str]
     """One string, or several that must all appear (contains) or none of which may appear (not_contains)."""
-    ignore_case: StrictBool = False
+    ignore_case: YamlBool = False
     match: SpeechMatch = "speech"
-    similarity: float = Field(SIMILARITY, gt=0, le=1)
+    similarity: YamlFloat = Field(SIMILARITY, gt=0, le=1)
 
     @field_validator("value")
     @classmethod
@@ -57,7 +58,7 @@ _FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
 
 class PatternSpec(Strict):
     pattern: str
-    ignore_case: StrictBool = False
+    ignore_case: YamlBool = False
     match: SpeechMatch = "speech"
 
     @field_validator("pattern")

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from itertools import groupby
 from typing import Any
 
-from pydantic import BaseModel, Field, StrictBool, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from tamesu.checks._compare import template_failed
 from tamesu.checks._unheard import Unheard, unheard
@@ -31,6 +31,7 @@ from tamesu.suite.patterns import runaway_in
 from tamesu.suite.schema import Strict
 from tamesu.suite.templates import Context
 from tamesu.telemetry import genai
+from tamesu.types import YamlBool
 
 
 class CallSpec(Strict):
@@ -193,7 +194,7 @@ class ToolNotCalled(Check[CallSpec]):
 
 class SequenceSpec(Strict):
     calls: list[CallSpec] = Field(min_length=1)
-    strict: StrictBool = False
+    strict: YamlBool = False
     """True: the calls are exactly these, in this order. False: in this order, others allowed between."""
 
     @field_validator("calls", mode="before")

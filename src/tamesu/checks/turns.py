@@ -8,15 +8,15 @@ from tamesu.checks._compare import compare, describe, expectations
 from tamesu.checks.base import Check, RunView, Verdict
 from tamesu.plugins import register
 from tamesu.suite.schema import Strict
-from tamesu.types import narrows
+from tamesu.types import YamlInt, narrows
 
 
 class TurnsSpec(Strict):
-    equals: int | None = None
-    gt: int | None = None
-    gte: int | None = None
-    lt: int | None = None
-    lte: int | None = None
+    equals: YamlInt | None = None
+    gt: YamlInt | None = None
+    gte: YamlInt | None = None
+    lt: YamlInt | None = None
+    lte: YamlInt | None = None
 
     @field_validator("equals", "gt", "gte", "lt", "lte", mode="before")
     @classmethod

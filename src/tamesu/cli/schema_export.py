@@ -53,10 +53,11 @@ _BOOLEAN = {"anyOf": [{"type": "boolean"}, {"enum": [0, 1]},
 
 class _Lenient(GenerateJsonSchema):
     """pydantic's generator, with what a before-validator accepts made explicit (see the module's notes),
-    and booleans as lax as the loader reads them (`strict: 1`, `ignore_case: yes`)."""
+    and a bare `bool` (a plug-in's) as lax as the loader reads it (`strict: 1`, `ignore_case: yes`)."""
 
     def bool_schema(self, schema: core_schema.BoolSchema) -> JsonSchemaValue:
-        if schema.get("strict"):  # an assertion's options (`StrictBool`): true or false only, as the loader reads
+        # `YamlBool`, every boolean of tamesu's own models: true or false only (a plug-in's bare `bool` is lax)
+        if schema.get("strict"):
             return {"type": "boolean"}
         return copy.deepcopy(_BOOLEAN)
 

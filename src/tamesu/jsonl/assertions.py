@@ -25,7 +25,7 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
-from pydantic import Field, StrictBool, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from tamesu.checks import Assertion, AssertionProblem, check_class, parse_assertion
 from tamesu.checks.functions import check_callable, load_function
@@ -37,7 +37,7 @@ from tamesu.errors import article
 from tamesu.jsonl.schema import Options
 from tamesu.plan.targets import Resolver
 from tamesu.report.case_records import assertion_label
-from tamesu.types import Strict, not_a_boolean
+from tamesu.types import Strict, YamlBool, not_a_boolean
 
 KINDS = ("contains", "equals", "regex", "json_path", "tool_called", "type", "agent", "script")
 
@@ -51,8 +51,8 @@ class SpecAssertion(Strict):
     args: dict[str, Any] | None = None
     use: str | None = Field(None, min_length=1)
     options: Options | None = None
-    negate: StrictBool = False
-    ignore_case: StrictBool = False
+    negate: YamlBool = False
+    ignore_case: YamlBool = False
 
     @model_validator(mode="after")
     def _complete(self) -> SpecAssertion:

@@ -22,7 +22,6 @@ from typing import Any, Literal
 from pydantic import (
     Field,
     PrivateAttr,
-    StrictBool,
     TypeAdapter,
     ValidatorFunctionWrapHandler,
     field_validator,
@@ -31,7 +30,7 @@ from pydantic import (
 
 from tamesu.plan.repeats import CaseRepeats
 from tamesu.roles.case_user import MissingInput, Mode
-from tamesu.types import Duration, Strict
+from tamesu.types import Duration, Strict, YamlBool, YamlInt
 
 DEFAULT_MAX_TURNS = 20
 
@@ -148,7 +147,7 @@ class SimulatorSpec(Strict):
 
 
 class InteractiveSpec(Strict):
-    enabled: StrictBool = False
+    enabled: YamlBool = False
     timeout: Duration = Field(300.0, gt=0)
     """How long a person has to answer before the input counts as missing."""
 
@@ -159,7 +158,7 @@ class Checkpoint(Strict):
     assertion: object
     after: list[str] = Field(default_factory=list)
     """Checkpoints that must be reached first (at this turn or an earlier one)."""
-    required: StrictBool = True
+    required: YamlBool = True
 
 
 class TestCase(CaseRepeats):
@@ -175,7 +174,7 @@ class TestCase(CaseRepeats):
     on_missing_input: MissingInput | None = None
     final_assertions: list[object] = Field(default_factory=list)
     checkpoints: list[Checkpoint] = Field(default_factory=list)
-    max_turns: int | None = Field(None, ge=1, le=1000)
+    max_turns: YamlInt | None = Field(None, ge=1, le=1000)
     timeout: Duration | None = Field(None, gt=0)
 
     _simulated: bool = PrivateAttr(default=False)

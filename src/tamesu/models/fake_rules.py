@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from tamesu.models._fake_rule_errors import guessed
-from tamesu.types import Strict
+from tamesu.types import Strict, YamlBool, YamlFloat
 
 
 def _compile(value: str | None) -> str | None:
@@ -44,13 +44,13 @@ class TurnRule(_Rule):
     when: str | None = None
     """A regular expression searched in the other side's last text; absent means any text."""
     say: str | None = None
-    stop: bool = False
+    stop: YamlBool = False
     """Simulator: hang up here."""
     dtmf: str | None = Field(None, pattern=r"^[0-9*#A-Da-d]+$")
     """Simulator on a phone line: the keys it presses (with `say`, or alone)."""
-    goal_achieved: bool = False
+    goal_achieved: YamlBool = False
     """Simulator: the persona's goal is reached, so the conversation ends."""
-    stop_when_met: bool = False
+    stop_when_met: YamlBool = False
     """Simulator: the scenario's `stop_when` condition holds, so the conversation ends."""
     tool_calls: list[FakeToolCall] = Field(default_factory=list)
     """Model target: the calls to ask for first; `say` is the answer once their results are back."""
@@ -88,9 +88,9 @@ class JudgeRule(_Rule):
     """Searched in the reference text given to the judge."""
     trace: str | None = None
     """Searched in the summary of the agent's spans given to the judge (`judge: {trace: true}`)."""
-    passed: bool | None = Field(None, alias="pass")
+    passed: YamlBool | None = Field(None, alias="pass")
     """Required, except by an evaluator rule, whose score is what counts."""
-    score: float | None = None
+    score: YamlFloat | None = None
     """Default: 1/0 (binary, grounded, evaluator), 5/1 (1-5)."""
     reason: str | None = None
     evidence: list[str] | None = None

@@ -8,7 +8,7 @@ from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, mo
 
 from tamesu import plugins
 from tamesu.net.tls import TlsSpec as TlsSpec  # re-exported: suite.schema names the tls block from here
-from tamesu.types import Duration, HomePath, Strict
+from tamesu.types import Duration, HomePath, Strict, YamlFloat, YamlInt
 
 PROVIDER_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
 """Where the SDK providers find a key no `api_key` gave (each provider's `key_variable`): secrets like any other."""
@@ -37,9 +37,9 @@ def _plugin_problem(provider: str) -> str | None:
 class PriceSpec(Strict):
     """Dollars per million tokens; overrides tamesu's price table for this model."""
 
-    input_per_mtok: float = Field(ge=0)
+    input_per_mtok: YamlFloat = Field(ge=0)
     """Dollars per million input (prompt) tokens."""
-    output_per_mtok: float = Field(ge=0)
+    output_per_mtok: YamlFloat = Field(ge=0)
     """Dollars per million output tokens."""
 
 
@@ -59,15 +59,15 @@ class ModelSpec(Strict):
     """Extra HTTP headers sent with every request to the model's server; templates allowed."""
     api_version: str | None = None
     """azure only: the Azure OpenAI API version (`2024-10-21`); default `OPENAI_API_VERSION`, else 2024-10-21."""
-    temperature: float | None = Field(None, ge=0, le=2)
+    temperature: YamlFloat | None = Field(None, ge=0, le=2)
     """Sampling temperature (0-2); default the provider's."""
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: YamlInt | None = Field(None, ge=1)
     """The most tokens the model may answer with; default the provider's."""
     timeout: Duration = Field(60.0, gt=0)
     """How long one model request may take before it counts as failed (and is retried)."""
-    max_retries: int = Field(3, ge=0, le=10)
+    max_retries: YamlInt = Field(3, ge=0, le=10)
     """How often a failed or timed-out request is retried, backing off, before `fallback` (or an error)."""
-    max_concurrent: int | None = Field(None, ge=1)
+    max_concurrent: YamlInt | None = Field(None, ge=1)
     """At most this many requests to the model at once, across the run; the others wait their turn, and the wait
     is no part of `timeout`. For a server that answers one or a few at a time (Ollama, llama.cpp); default no
     limit."""
@@ -132,9 +132,9 @@ class ModelSpec(Strict):
 class BudgetSpec(Strict):
     """The most a run may spend on tamesu's own model calls; past it the run stops with exit 4."""
 
-    usd: float | None = Field(None, ge=0)
+    usd: YamlFloat | None = Field(None, ge=0)
     """The most dollars a run may spend on tamesu's model calls."""
-    tokens: int | None = Field(None, ge=0)
+    tokens: YamlInt | None = Field(None, ge=0)
     """The most tokens a run may spend on tamesu's model calls."""
 
 

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import StrictBool, model_validator
+from pydantic import model_validator
 
 from tamesu.errors import InfraError
-from tamesu.types import HomePath, Strict
+from tamesu.types import HomePath, Strict, YamlBool
 
 
 class TlsSpec(Strict):
@@ -39,7 +39,7 @@ class TlsSpec(Strict):
     """The client certificate's private key (PEM); with `cert_file`."""
     server_name: str | None = None
     """The name the server's certificate must carry (and SNI), when it is not the URL's host."""
-    verify: StrictBool = True
+    verify: YamlBool = True
     """False: the server's certificate is not checked (a warning on every run)."""
 
     @model_validator(mode="after")

@@ -16,6 +16,7 @@ from typing import Any
 
 from tamesu.errors import TemplateError
 from tamesu.suite.templates import TEMPLATE, Context
+from tamesu.types import FilledText
 
 _COMPARED = ("equals", "not_equals", "contains", "gt", "gte", "lt", "lte")
 """The options of `json_path` (and `http`'s `json_path`), `captured` and `metric` that compare a JSON value."""
@@ -78,6 +79,7 @@ def _typed(value: object, variables: Mapping[str, object]) -> object:
     if whole is None or not whole.group(1).startswith("vars."):
         return value
     try:
-        return Context(vars=variables).lookup(whole.group(1))
+        found = Context(vars=variables).lookup(whole.group(1))
     except TemplateError:
         return value  # left as written: the plan's template check says what is wrong with it
+    return FilledText(found) if isinstance(found, str) else found  # a CSV cell `3` is a bound of 3

@@ -8,17 +8,18 @@ from pydantic import Field, model_validator
 
 from tamesu.results.stats import adaptive_problem
 from tamesu.suite.schema import AdaptiveSpec, Strict
+from tamesu.types import YamlFloat, YamlInt
 
 _NAMES = ("repeat", "pass_threshold", "pass_k", "adaptive", "retries_inconclusive")
 
 
 class CaseRepeats(Strict):
-    repeat: int | None = Field(None, ge=1, le=10000)
+    repeat: YamlInt | None = Field(None, ge=1, le=10000)
     """Run the case N times (`--repeat` on the command line wins); the verdict is over every run."""
-    pass_threshold: float | None = Field(None, ge=0.0, le=1.0)
-    pass_k: list[int] | None = None
+    pass_threshold: YamlFloat | None = Field(None, ge=0.0, le=1.0)
+    pass_k: list[YamlInt] | None = None
     adaptive: AdaptiveSpec | None = None
-    retries_inconclusive: int | None = Field(None, ge=0, le=20)
+    retries_inconclusive: YamlInt | None = Field(None, ge=0, le=20)
 
     def repeats(self) -> dict[str, object]:
         """The fields a suite's test has of the same names, as written (the engine's defaults otherwise)."""

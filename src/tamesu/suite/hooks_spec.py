@@ -10,7 +10,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 # the `tls:` block as a model's (`tamesu.net.tls`): a suite describes, it does not import what connects
 from tamesu.models.spec import TlsSpec
-from tamesu.types import Duration, HttpHeaders, Strict
+from tamesu.types import Duration, HttpHeaders, Strict, YamlInt
 
 _METHOD = re.compile(r"[A-Z]+")
 _SCHEMES = ("http://", "https://")
@@ -29,7 +29,7 @@ class HttpRequestSpec(Strict):
     """The JSON body sent, templates rendered in every string; none sends no body."""
     timeout: Duration = Field(30.0, gt=0)
     """How long the whole request may take."""
-    expect_status: list[int] | int | None = None
+    expect_status: list[YamlInt] | YamlInt | None = None
     """The status code(s) that count as success; default any 2xx."""
     tls: TlsSpec | None = None
     """Trust and a client certificate for an HTTPS hook, as a target's `tls:` block (`tamesu.net.tls`)."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field, StrictInt, field_validator
+from pydantic import Field, field_validator
 
-from tamesu.types import Duration, Strict
+from tamesu.types import Duration, Strict, YamlInt
 
 
 class LoadSpec(Strict):
@@ -12,11 +12,11 @@ class LoadSpec(Strict):
     conversations going at once, the tests taken in turn, for `hold`; the report gives each stage's latency
     percentiles (tamesu.engine.load)."""
 
-    ramp: list[StrictInt] = Field(min_length=1, max_length=50)  # a quoted stage (`["4"]`) is a typo, not 4
+    ramp: list[YamlInt] = Field(min_length=1, max_length=50)  # a quoted stage (`["4"]`) is a typo, not 4
     """The concurrency of each stage, in order: how many conversations go at once (each 1 to 1,000)."""
     hold: Duration = Field(gt=0)
     """How long each stage starts new conversations; one under way at the end is let finish and counted."""
-    max_runs: int = Field(10_000, ge=1, le=1_000_000)
+    max_runs: YamlInt = Field(10_000, ge=1, le=1_000_000)
     """The most conversations one stage starts, however short they are."""
 
     @field_validator("ramp")

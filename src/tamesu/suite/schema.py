@@ -25,19 +25,19 @@ from tamesu.suite.metric_ranges import unmeetable
 from tamesu.suite.patterns import Pattern
 from tamesu.suite.remote_agents import RemoteAgentSpec
 from tamesu.suite.traces_spec import TraceQuerySpec, TracesSpec, checked_trace_url
-from tamesu.types import Duration, Finite, HomePath, StoreSetting, Strict, parse_duration
+from tamesu.types import Duration, Finite, HomePath, StoreSetting, Strict, TextOrBool, YamlBool, YamlFloat, YamlInt
 
 __all__ = ["ConnectSpec", "Duration", "HookSpec", "HooksSpec", "HttpRequestSpec", "Strict", "TraceQuerySpec",
-           "TracesSpec", "parse_duration"]
+           "TracesSpec"]
 
 
 class NoiseSpec(Strict):
     name: str
     """A background noise tamesu generates (`white`, `pink`, `brown`, `hum`, `cafe`, `street`, `office`), mixed under
     the simulated user's speech."""
-    level_db: float = Field(-20.0, le=20, ge=-80)
+    level_db: YamlFloat = Field(-20.0, le=20, ge=-80)
     """The noise's loudness relative to the speech (-20: 20 dB quieter than the voice)."""
-    between: bool = False
+    between: YamlBool = False
     """Also on the open line between the user's utterances (targets that keep the line open: twilio, voice,
     pipecat and livekit audio, realtime with server VAD), not only under its speech."""
 
@@ -52,21 +52,21 @@ class NoiseSpec(Strict):
 class Behaviors(Strict):
     """How the simulated user behaves on an audio target (`tamesu.audio.behaviors`)."""
 
-    interrupt_probability: float | None = Field(None, ge=0, le=1)
+    interrupt_probability: YamlFloat | None = Field(None, ge=0, le=1)
     """The chance, per agent reply, that the simulated user talks over it (audio targets), after a random part of
     the reply; seeded per run."""
-    silence_after_turn_ms: list[int] | int | None = None
+    silence_after_turn_ms: list[YamlInt] | YamlInt | None = None
     """Pause before the user speaks after the agent's reply: [min, max] drawn per turn, or one number."""
     background_noise: NoiseSpec | None = None
     """A named noise (`cafe`, or `{name: cafe, level_db: -25}`) mixed under the user's speech."""
-    speaking_rate: float | None = Field(None, ge=0.5, le=2.0)
+    speaking_rate: YamlFloat | None = Field(None, ge=0.5, le=2.0)
     """How fast the user talks against the voice's own pace (1.5: half again as fast)."""
-    volume_db: float | None = Field(None, ge=-40, le=10)
+    volume_db: YamlFloat | None = Field(None, ge=-40, le=10)
     """The user's speech this many dB louder, or quieter when negative (a quiet caller: -20)."""
-    disfluency: float | None = Field(None, ge=0, le=1)
+    disfluency: YamlFloat | None = Field(None, ge=0, le=1)
     """The chance, per utterance and seeded per run, that the user hesitates ("um") and restarts its first
     words ("I want- I want a table")."""
-    spell_out: bool = False
+    spell_out: YamlBool = False
     """Numbers and codes read digit by digit: "ORD-1001" is said "O R D one zero zero one"."""
     pack: str | None = Field(None, exclude=True, json_schema_extra={"enum": list(PACKS)})
     """A caller pack whose behaviours this mapping starts from (its own keys win); read by `expand` before
@@ -153,7 +153,7 @@ class ScriptStep(Strict):
     match: SpeechMatch = "speech"
     """`speech`: on an audio turn, `wait_for` matches as a listener hears (case, punctuation, numbers and fillers
     aside); `exact`: the words as written."""
-    similarity: float = Field(0.8, gt=0, le=1)
+    similarity: YamlFloat = Field(0.8, gt=0, le=1)
     """`wait_for` on an audio turn: the share of the phrase's words that must be heard (tamesu.speech)."""
     dtmf: str | None = None
     """Keypad digits (0-9, *, #, A-D) to press on a phone target in this turn."""
@@ -179,7 +179,7 @@ class ScriptStep(Strict):
 class Scenario(Strict):
     goal: str | None = None
     """What the simulated user wants; the simulator plays towards it and ends the conversation once it is met."""
-    max_turns: int = Field(10, ge=1, le=1000)
+    max_turns: YamlInt = Field(10, ge=1, le=1000)
     """The most user turns in one run; a conversation still going then ends with `max_turns`."""
     stop_when: str | None = None
     """A condition, in words, that ends the conversation when the simulator judges it met (`the agent gives a refund
@@ -259,9 +259,9 @@ class CaptureSpec(Strict):
 class AdaptiveSpec(Strict):
     """`adaptive:` stop repeating as soon as the `pass_threshold` verdict is decided at `confidence`."""
 
-    confidence: float = Field(0.95, ge=0.5, le=0.999)
+    confidence: YamlFloat = Field(0.95, ge=0.5, le=0.999)
     """How sure the verdict must be before the repeats stop (0.95: a 95% interval clear of `pass_threshold`)."""
-    min_runs: int = Field(5, ge=1, le=10000)
+    min_runs: YamlInt = Field(5, ge=1, le=10000)
     """Runs made before the verdict may stop the repeats."""
 
 
@@ -307,21 +307,21 @@ class TestSpec(Strict):
     """What the simulated user does: a goal, a script, when to stop."""
     assert_: list[object] = Field(default_factory=list, alias="assert")
     """The assertions graded on each run, after the suite's and project's `defaults.assert`."""
-    repeat: int = Field(1, ge=1, le=10000)
+    repeat: YamlInt = Field(1, ge=1, le=10000)
     """How many times the test runs; the verdict comes from the pass rate of the runs."""
-    pass_threshold: float = Field(1.0, ge=0.0, le=1.0)
+    pass_threshold: YamlFloat = Field(1.0, ge=0.0, le=1.0)
     """The share of runs that must pass for the test to pass (1.0: every run)."""
-    retries: int = Field(0, ge=0, le=20)
+    retries: YamlInt = Field(0, ge=0, le=20)
     """How often a run that ended in an error (not a failure) is made again."""
-    pass_k: list[int] = Field(default_factory=list)
+    pass_k: list[YamlInt] = Field(default_factory=list)
     """The k of pass@k and pass^k in the test's statistics; default 1 and the number of runs."""
     adaptive: AdaptiveSpec | None = None
     """Stop repeating once the verdict is decided (`repeat` is then the most runs)."""
-    retries_inconclusive: int = Field(2, ge=0, le=20)
+    retries_inconclusive: YamlInt = Field(2, ge=0, le=20)
     """How often a run the simulated user spoiled is run again with a new seed."""
     quarantine: Quarantine | None = None
     """A flaky test run but not counted: `{reason, until}`."""
-    skip: str | bool = False
+    skip: TextOrBool = False
     """`true` or a reason: the test is not run and is reported as skipped."""
     vars: dict[str, object] = Field(default_factory=dict)
     """Variables for the test's templates (`{{vars.NAME}}`), over the suite's."""
@@ -411,7 +411,7 @@ class SuiteSpec(FileTop):
     """The suite's own packs, used as `pack: NAME`; they replace the project's and built-in ones of that name."""
     remote_agents: dict[str, RemoteAgentSpec] = Field(default_factory=dict)
     """Scripted A2A agents served for every run of the suite's tests, for the agent under test to delegate to."""
-    traces: TracesSpec | bool | None = None
+    traces: TracesSpec | YamlBool | None = None
     """The suite's own `traces:`; unset or `true`: the project's; `false`: none (its agent is not traced)."""
     load: LoadSpec | None = None
     """After the tests ran: each `ramp` stage runs them with that many conversations at once for `hold`, and
@@ -429,7 +429,7 @@ class ReportSettings(Strict):
     and the run ends with its path); `report: []` writes none."""
     baseline: HomePath | None = None
     """An earlier run directory, or a folder of runs (its newest other run), to compare with."""
-    tolerance: float = Field(0.2, ge=0)
+    tolerance: YamlFloat = Field(0.2, ge=0)
     """A metric change smaller than this fraction of the baseline's value is not reported."""
     SHORTHAND_SCHEMA: ClassVar[dict[str, object]] = {"type": ["string", "array"], "items": {"type": "string"}}
 
@@ -473,7 +473,7 @@ class ProjectSpec(FileTop):
     """Variables for every suite's templates (`{{vars.NAME}}`)."""
     out: HomePath = "tamesu-runs"
     """The folder run directories are written under, relative to tamesu.yaml (`~/...`: the home folder)."""
-    parallel: int = Field(1, ge=1, le=10000)
+    parallel: YamlInt = Field(1, ge=1, le=10000)
     """How many test runs go at once (`--parallel` overrides it)."""
     report: ReportSettings = Field(default_factory=ReportSettings)
     """The reports every run writes (`formats`), and the baseline it is compared with."""
@@ -489,5 +489,5 @@ class ProjectSpec(FileTop):
     @classmethod
     def _trace_url(cls, value: str | None) -> str | None:
         return checked_trace_url(value)
-    yao_errors: bool = False
+    yao_errors: YamlBool = False
     """JSONL cases (`tamesu test`) follow the agent test design's error classes, as `--yao-errors` asks."""

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tamesu.errors import TemplateError
+from tamesu.types import FilledText
 
 TEMPLATE = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)((?:\{\{[^{}]*\}\}|[^/?#@{])*)(?=@)")
@@ -304,7 +305,8 @@ def render_partial(value: object, known: Mapping[str, object]) -> Any:
                 return match.group(0)
             return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
 
-        return TEMPLATE.sub(substitute, value)
+        rendered = TEMPLATE.sub(substitute, value)
+        return rendered if rendered == value else FilledText(rendered)
     if isinstance(value, Mapping):
         return {key: render_partial(item, known) for key, item in value.items()}
     if isinstance(value, list):

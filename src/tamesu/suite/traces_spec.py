@@ -7,7 +7,7 @@ import re
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.suite.templates import references
-from tamesu.types import Duration, HttpHeaders, Strict, split_addr
+from tamesu.types import Duration, HttpHeaders, Strict, YamlInt, split_addr
 
 
 def _env_or_secrets(text: str) -> str:
@@ -75,7 +75,7 @@ class TracesSpec(Strict):
     wait: Duration = 2.0
     """How long after a run's last turn to wait for late spans before it is graded; with `query`, also how
     long a trace the backend does not have yet is asked for again."""
-    max_spans: int = Field(10_000, ge=1, le=10_000_000)
+    max_spans: YamlInt = Field(10_000, ge=1, le=10_000_000)
     """Spans kept per run; more are counted in the result, not kept."""
 
     @model_validator(mode="after")

@@ -15,7 +15,7 @@ from tamesu.models.spec import ModelSpec
 from tamesu.suite.patterns import runaway_in
 from tamesu.targets.base import TargetSpec
 from tamesu.targets.tool_parameters import ToolParameters
-from tamesu.types import Strict
+from tamesu.types import Strict, YamlFloat, YamlInt
 
 __all__ = ["ModelTargetSpec", "ModelToolSpec", "ToolResultCase"]
 
@@ -95,11 +95,11 @@ class ModelTargetSpec(TargetSpec):
     """A file holding the system prompt, relative to the suite."""
     tools: list[ModelToolSpec] = Field(default_factory=list)
     """The tools offered to the model, each with how tamesu answers its calls (`result`, `results`, `error`)."""
-    temperature: float | None = Field(None, ge=0, le=2)
+    temperature: YamlFloat | None = Field(None, ge=0, le=2)
     """Sampling temperature (0-2) of the model under test; default the model's own setting."""
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: YamlInt | None = Field(None, ge=1)
     """The most tokens the model may answer a turn with; default the model's own setting."""
-    max_tool_rounds: int = Field(5, ge=0, le=100)
+    max_tool_rounds: YamlInt = Field(5, ge=0, le=100)
     """How many times per turn the model's tool calls are answered before the turn fails."""
     fallback: str | ModelSpec | None = None
     """Another model, asked when `model` still fails after its retries."""

@@ -17,6 +17,7 @@ from tamesu.errors import Problem, TemplateError
 from tamesu.net.tls import TlsSpec
 from tamesu.suite.schema import ConnectSpec, Duration, HttpRequestSpec, Strict
 from tamesu.telemetry.traceparent import TraceContext, own_traceparent
+from tamesu.types import YamlInt
 
 
 class SessionOpenSpec(HttpRequestSpec):
@@ -91,7 +92,7 @@ class TargetSpec(Strict):
     """How the agent says a person took over (a JSONPath or a pattern): the conversation then ends with `handoff`."""
     turn_timeout: Duration = Field(60.0, gt=0)
     """How long one turn may wait for the agent's answer before it fails."""
-    max_response_bytes: int = Field(default=4_000_000, ge=1024, le=2**31)
+    max_response_bytes: YamlInt = Field(default=4_000_000, ge=1024, le=2**31)
     """A turn's text and documents beyond this many bytes are cut, and the cut recorded (tamesu.targets.bounds)."""
 
     def streams_replies(self) -> bool:

@@ -51,7 +51,7 @@ from tamesu.targets.audio.heard import read_after_call, take_what_was_heard, wor
 from tamesu.targets.audio.listen import POLL_S, listen
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.realtime.spec import audio_mode_available
-from tamesu.types import Strict
+from tamesu.types import Strict, YamlFloat
 
 __all__ = ["LiveKitSpec", "LiveKitTarget", "Sdk"]
 
@@ -88,9 +88,9 @@ class LiveKitSpec(TargetSpec):
     """The text stream topic the user's turns are sent on (`text` mode)."""
     reply_topic: str = "lk.transcription"
     """The topic the agent's answers arrive on, as text streams or data (`text` mode)."""
-    idle: float = Field(1.2, gt=0, le=60)
+    idle: YamlFloat = Field(1.2, gt=0, le=60)
     """Seconds without more of the agent's text or speech that end its turn."""
-    join_timeout: float = Field(15.0, gt=0, le=600)
+    join_timeout: YamlFloat = Field(15.0, gt=0, le=600)
     """How long to wait for the agent to join the room before the run is an infrastructure error."""
 
     @model_validator(mode="after")

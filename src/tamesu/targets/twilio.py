@@ -34,7 +34,7 @@ from tamesu.targets.audio.socket import AudioSocketTarget, socket_metric_names
 from tamesu.targets.audio.wire import Incoming, Wire
 from tamesu.targets.base import TargetSpec
 from tamesu.targets.realtime.spec import require_audio_extra, websocket_url
-from tamesu.types import Duration
+from tamesu.types import Duration, YamlBool
 
 __all__ = ["TwilioSpec", "TwilioTarget"]
 
@@ -55,7 +55,7 @@ class TwilioSpec(TargetSpec):
     idle: Duration = 1.0
     """Silence after the agent's speech that ends its turn."""
     turn_timeout: Duration = Field(30.0, gt=0)
-    greeting: bool = True
+    greeting: YamlBool = True
     """The agent speaks first (its greeting is the first agent turn); false: it waits for the caller, who does."""
 
     @field_validator("url")

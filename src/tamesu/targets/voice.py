@@ -57,7 +57,7 @@ from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec
 from tamesu.targets.realtime.spec import answer, as_output, check_tool_results, require_audio_extra, websocket_url
 from tamesu.targets.session_open import CapturedSocketAddress, open_session
 from tamesu.telemetry.traceparent import TraceContext
-from tamesu.types import Duration, HttpHeaders, JSONValue, Strict
+from tamesu.types import Duration, HttpHeaders, JSONValue, Strict, YamlBool, YamlInt
 
 __all__ = ["VoiceSpec", "VoiceTarget"]
 
@@ -74,7 +74,7 @@ def _path(text: str) -> jsonpath.JSONPath | jsonpath.CompoundJSONPath:
 class AudioSpec(Strict):
     encoding: Literal["pcm16", "mulaw", "alaw"] = "pcm16"
     """The audio's encoding both ways: 16-bit PCM, or G.711 mu-law / a-law."""
-    sample_rate: int = Field(16000, ge=8000, le=48000)
+    sample_rate: YamlInt = Field(16000, ge=8000, le=48000)
     """The audio's sample rate both ways, in Hz; tamesu sends and expects this rate."""
     frames: Literal["binary", "json"] = "binary"
     """`binary`: raw audio in binary websocket messages; `json`: base64 audio inside JSON messages (`send`,
@@ -84,7 +84,7 @@ class AudioSpec(Strict):
     `{{message.digit}}` in `messages.dtmf`)."""
     receive: str | None = None
     """json frames: the JSONPath of the base64 audio in the agent's messages."""
-    paced: bool = False
+    paced: YamlBool = False
     """The agent must stream at real-time pace (20 ms of audio every 20 ms): audio faster than that fails the
     turn. Off, a reply sent in one burst plays on the playback clock, as the realtime target's does."""
 
@@ -177,7 +177,7 @@ class VoiceSpec(TargetSpec):
     it first."""
     turn_timeout: Duration = Field(30.0, gt=0)
     """How long the agent may take to start speaking, or to finish a reply that never pauses for `idle`."""
-    greeting: bool = True
+    greeting: YamlBool = True
     """The agent speaks first (its greeting is the first agent turn); false: it waits for the caller, who does."""
 
     @field_validator("tool_results")

@@ -10,7 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from tamesu.errors import InfraError
 from tamesu.net.grpc_channels import PLAINTEXT_TLS, tls_on_plaintext
 from tamesu.targets.base import TargetSpec
-from tamesu.types import HostPort, HttpHeaders, Strict, fixed_port
+from tamesu.types import HostPort, HttpHeaders, Strict, YamlBool, YamlInt, fixed_port
 
 Binding = Literal["jsonrpc", "http", "grpc"]
 URL_SCHEMES = ("http://", "https://", "grpc://", "grpcs://")
@@ -52,9 +52,9 @@ class A2ASpec(TargetSpec):
     is spoken there."""
     headers: HttpHeaders = Field(default_factory=dict)
     """HTTP headers (gRPC metadata) sent with every request; templates allowed."""
-    stream: bool = False
+    stream: YamlBool = False
     """Send with `message/stream` and read the streamed events (time to first token), instead of `message/send`."""
-    push: bool | PushSpec = False
+    push: YamlBool | PushSpec = False
     """Receive the task's updates as push notifications: `true`, or where the listener binds and the URL the agent
     posts to."""
     skill: str | None = Field(None, min_length=1)
@@ -63,7 +63,7 @@ class A2ASpec(TargetSpec):
     credentials leave unread; `tamesu coverage` counts it."""
     metadata: dict[str, object] = Field(default_factory=dict)
     """Metadata sent with every message (templates allowed)."""
-    rate_limit_retries: int = Field(3, ge=0, le=10)
+    rate_limit_retries: YamlInt = Field(3, ge=0, le=10)
     """How often an HTTP request the agent answered 429 (too many requests) is sent again, after its Retry-After
     (at most 30 s) or a doubling `connect.backoff`; still 429 after them is an infrastructure error (exit 3).
     0 takes a 429 as the agent's error. gRPC's RESOURCE_EXHAUSTED is the agent's answer, never sent again."""

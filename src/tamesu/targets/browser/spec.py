@@ -14,7 +14,7 @@ from pydantic import Field, TypeAdapter, ValidationInfo, field_validator, model_
 
 from tamesu.matching import one_line, quoted
 from tamesu.targets.base import TargetSpec
-from tamesu.types import Duration, Strict
+from tamesu.types import Duration, Strict, YamlBool, YamlFloat, YamlInt
 
 ENGINES = ("chromium",)
 """Engines this version drives: Debian's Chromium. Firefox and WebKit builds come only from a download."""
@@ -27,7 +27,7 @@ class RoleSelector(Strict):
     """The ARIA role (`button`, `textbox`, `link`...)."""
     name: str | None = None
     """The accessible name; a substring, case-insensitive, unless `exact`."""
-    exact: bool = False
+    exact: YamlBool = False
     """Match the accessible name exactly (case and whole string)."""
 
 
@@ -36,9 +36,9 @@ Selector = str | RoleSelector
 
 
 class Viewport(Strict):
-    width: int = Field(1024, ge=100, le=8000)
+    width: YamlInt = Field(1024, ge=100, le=8000)
     """The page's width in CSS pixels."""
-    height: int = Field(700, ge=100, le=8000)
+    height: YamlInt = Field(700, ge=100, le=8000)
     """The page's height in CSS pixels."""
 
 
@@ -71,7 +71,7 @@ class ChatSpec(Strict):
     frame: str | None = None
     """A CSS selector of the iframe the widget lives in (`iframe[title='Chat']`): `input`, `send`, `messages` and
     `done` are looked for in its document (from any origin)."""
-    greeting: bool = False
+    greeting: YamlBool = False
     """The widget writes first (a welcome once it is open): its messages are the agent's first turn, waited for
     up to `turn_timeout` until something is written and they are quiet for `done.quiet`."""
 
@@ -89,7 +89,7 @@ class BrowserSpec(TargetSpec):
     """The page's size in CSS pixels."""
     locale: str | None = None
     """The browser's locale (`de-DE`): `navigator.language` and the Accept-Language header."""
-    headless: bool = True
+    headless: YamlBool = True
     """Run the browser without a window; `false` shows it (needs a display)."""
     storage_state: str | None = None
     """A Playwright storage-state file (cookies, local storage), relative to the suite."""
@@ -98,7 +98,7 @@ class BrowserSpec(TargetSpec):
     Empty: every host."""
     model: str = "browser"
     """The model under `models:` that plays tamesu's browser agent in `goal` steps."""
-    vision: bool = False
+    vision: YamlBool = False
     """Show the models of `goal` and `expect` steps a screenshot of the page (JPEG, the viewport) with each
     look at it, beside its text and aria snapshot: for models that see images."""
     chat: ChatSpec | None = None
@@ -110,10 +110,10 @@ class BrowserSpec(TargetSpec):
     """How long an action waits for its element (a selector that matches nothing fails after this)."""
     turn_timeout: Duration = Field(60.0, gt=0)
     """How long a chat turn (`chat:`) waits for the agent's answer in the page before it fails."""
-    trace: bool = True
+    trace: YamlBool = True
     """Record a Playwright trace (`trace.zip`: the page's DOM before and after each action, its network) and a HAR
     (`network.har`) of every run."""
-    trace_screenshots: bool = False
+    trace_screenshots: YamlBool = False
     """With `trace`, also record the page's screencast in the trace (the film strip of `playwright show-trace`).
     Off by default: Chromium encodes a frame at every paint and tamesu's own screenshots wait behind them; the web
     shop example's suite took twice as long with it (the page after each step and chat turn is in `steps/` anyway)."""
@@ -166,7 +166,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 
 class GoalStep(Strict):
     goal: str = Field(min_length=1)
-    max_steps: int = Field(10, ge=1, le=200)
+    max_steps: YamlInt = Field(10, ge=1, le=200)
     """The browser agent's step budget: the goal fails when it is not met within this many actions."""
 
 
@@ -203,12 +203,12 @@ class ActionStep(Strict):
     `text` or `script` is looked for in that iframe's document (from any origin)."""
     timeout: Duration | None = Field(None, gt=0)
     """Overrides the target's `step_timeout` for this step."""
-    ms: int | None = Field(None, ge=0, le=600_000)
+    ms: YamlInt | None = Field(None, ge=0, le=600_000)
     """wait: a fixed pause (only when no selector, text or url is waited for)."""
-    full_page: bool = False
+    full_page: YamlBool = False
     """screenshot, visual: the whole page, not only the viewport (without a `selector`)."""
     # mock
-    status: int = Field(200, ge=100, le=599)
+    status: YamlInt = Field(200, ge=100, le=599)
     """mock: the status of the answer."""
     json_: object = Field(None, alias="json")
     """mock: a JSON body (content type `application/json`); one of json, body or file."""
@@ -230,9 +230,9 @@ class ActionStep(Strict):
     aria: str | None = None
     """An aria snapshot (YAML) the page's `selector` (default body) must match."""
     # visual
-    threshold: float = Field(0.001, ge=0, le=1)
+    threshold: YamlFloat = Field(0.001, ge=0, le=1)
     """The fraction of pixels that may differ from the baseline."""
-    pixel_threshold: float = Field(0.1, ge=0, le=1)
+    pixel_threshold: YamlFloat = Field(0.1, ge=0, le=1)
     """How different one pixel must be to count (pixelmatch's threshold)."""
 
     @model_validator(mode="after")

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from tamesu.targets.model import ModelTargetSpec
-from tamesu.types import Duration, HttpHeaders
+from tamesu.types import Duration, HttpHeaders, YamlInt
 
 
 class McpTargetSpec(ModelTargetSpec):
@@ -28,7 +28,7 @@ class McpTargetSpec(ModelTargetSpec):
     """Names (or `*` globs) of the server's tools the model is offered; default all of them."""
     call_timeout: Duration = 30.0
     """How long one tool call to the server may take; a call past it is answered to the model as an error."""
-    rate_limit_retries: int = Field(3, ge=0, le=10)
+    rate_limit_retries: YamlInt = Field(3, ge=0, le=10)
     """How often a request the HTTP server answered 429 (too many requests) is sent again, after its Retry-After
     (at most 30 s) or a doubling `connect.backoff`, a `rate_limited` event each; 0 takes the 429 as the
     server's answer."""

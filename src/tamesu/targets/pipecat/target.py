@@ -65,7 +65,7 @@ from tamesu.targets.pipecat.wire import PipecatWire, peek
 from tamesu.targets.realtime.spec import answer, audio_mode_available, check_tool_results, websocket_url
 from tamesu.targets.session_open import CapturedSocketAddress, open_session
 from tamesu.targets.ws_open import open_websocket
-from tamesu.types import Duration, HttpHeaders
+from tamesu.types import Duration, HttpHeaders, YamlBool, YamlInt
 
 __all__ = ["PipecatSpec", "PipecatTarget"]
 
@@ -93,11 +93,11 @@ class PipecatSpec(TargetSpec):
     mode: Literal["text", "audio"] = "text"
     """`text`: turns are RTVI text messages; `audio`: the persona speaks pcm16 over the transport and the bot's
     audio is heard."""
-    sample_rate: int = Field(16000, ge=8000, le=48000)
+    sample_rate: YamlInt = Field(16000, ge=8000, le=48000)
     """audio mode: the rate of the pcm16 audio both ways (the bot's audio_out_sample_rate)."""
     idle: Duration = 1.0
     """How long the bot may stay quiet after its reply before its turn ends."""
-    greeting: bool = True
+    greeting: YamlBool = True
     """The bot speaks first (its greeting is the first agent turn); false: the user does."""
     tool_results: dict[str, Any] = Field(default_factory=dict)
     """tool name: its result, or a list of `{when: {arg: value|regex}, result | error}` tried in order."""

@@ -12,7 +12,7 @@ from tamesu.matching import args_problem
 from tamesu.suite.templates import Context
 from tamesu.targets.base import TargetSpec
 from tamesu.targets.model import ToolResultCase
-from tamesu.types import HttpHeaders
+from tamesu.types import HttpHeaders, YamlInt
 
 # the GA protocol's audio formats: pcm16 at 24 kHz, G.711 at 8 kHz
 AUDIO_FORMATS: dict[str, tuple[str, str, int]] = {
@@ -51,7 +51,7 @@ class RealtimeSpec(TargetSpec):
     turn_detection: Literal["commit", "server_vad"] = "commit"
     """audio mode: tamesu commits the buffer and asks for a response after each utterance, or the agent's
     server VAD decides when the user finished."""
-    max_responses: int = Field(8, ge=1, le=100)
+    max_responses: YamlInt = Field(8, ge=1, le=100)
     """Responses per turn (each tool round asks for one) before the turn fails."""
 
     @field_validator("url")

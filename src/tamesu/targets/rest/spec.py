@@ -18,7 +18,7 @@ from tamesu.suite.hooks_spec import http_method
 from tamesu.suite.schema import Duration, Strict
 from tamesu.suite.templates import references, walk_strings
 from tamesu.targets.base import SessionOpenSpec, SessionSpec, TargetSpec, check_path
-from tamesu.types import HostPort, HttpHeaders, fixed_port
+from tamesu.types import HostPort, HttpHeaders, YamlInt, fixed_port
 
 JsonPath = Annotated[str, AfterValidator(check_path)]
 
@@ -228,7 +228,7 @@ class RestSpec(TargetSpec):
     session: RestSessionSpec = Field(default_factory=RestSessionSpec)
     """The run's session: its id template, and a request made once before the first turn whose captures become
     `{{session.NAME}}`."""
-    rate_limit_retries: int = Field(3, ge=0, le=10)
+    rate_limit_retries: YamlInt = Field(3, ge=0, le=10)
     """How often a request the agent answered HTTP 429 (too many requests) is sent again, after its Retry-After
     (at most 30 s) or a doubling `connect.backoff`; still 429 after them is an infrastructure error (exit 3).
     0 takes a 429 as the turn's answer, for a test of the agent's own limit."""

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tamesu.targets.base import TargetSpec
 from tamesu.targets.realtime.spec import require_audio_extra
-from tamesu.types import Duration, Strict
+from tamesu.types import Duration, Strict, YamlBool, YamlInt
 
 _SIP_URI = re.compile(r"^\s*(?:(?:sips?|tel):\S+|(?:\"[^\"]*\"|[^<\"]*)\s*<(?:sips?|tel):[^>]+>)\s*$")
 """A caller identity PJSIP takes: a SIP URI, or one in angle brackets after a display name."""
@@ -24,7 +24,7 @@ class TrunkSpec(Strict):
 
     host: str
     """The trunk's host name or address."""
-    port: int = Field(5060, ge=1, le=65535)
+    port: YamlInt = Field(5060, ge=1, le=65535)
     """The trunk's SIP port."""
     transport: Literal["udp", "tcp"] = "udp"
     """SIP over `udp` or `tcp`."""
@@ -34,7 +34,7 @@ class TrunkSpec(Strict):
     """Digest credentials, usually `{{secrets.X}}`."""
     realm: str = "*"
     """The digest realm the credentials are for; `*` any."""
-    register_: bool = Field(False, alias="register")
+    register_: YamlBool = Field(False, alias="register")
     """REGISTER with the trunk before calling (most trunks take calls from a known address without it); with the
     credentials when there are any."""
 
@@ -80,7 +80,7 @@ class SipSpec(TargetSpec):
     """The longest a call may last; tamesu hangs up then."""
     idle: Duration = 1.2
     """Silence after the agent's speech that ends its turn."""
-    greeting: bool = True
+    greeting: YamlBool = True
     """Wait for the agent to speak first (an IVR's welcome) and make that the first agent turn."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Extra SIP headers on the INVITE (outbound)."""
