@@ -79,7 +79,13 @@ WARM = ("tamesu.cli.main", "tamesu.cli.test", "tamesu.cli.validate", "tamesu.cli
         # each of its some ten starts a run (grpc, uvicorn and starlette are above already)
         "a2a.server.agent_execution", "a2a.server.context", "a2a.server.request_handlers", "a2a.server.routes",
         "a2a.server.tasks", "a2a.compat.v0_3.grpc_handler", "a2a.compat.v0_3.a2a_v0_3_pb2_grpc",
-        "a2a.types.a2a_pb2_grpc", "starlette.middleware")
+        "a2a.types.a2a_pb2_grpc", "starlette.middleware",
+        # the browser target's modules and Playwright's client (some 110 modules, 0.1 s of CPU in each of the some
+        # 60 browser runs of the tests; Playwright reads its DEBUG log switch as it is imported, which no test sets)
+        "playwright.async_api", "tamesu.targets.browser._browser", "tamesu.targets.browser._actions",
+        "tamesu.targets.browser._chat", "tamesu.targets.browser._watch", "tamesu.targets.browser._calls",
+        "tamesu.targets.browser._goal", "tamesu.targets.browser._frames", "tamesu.targets.browser._visual",
+        "tamesu.targets.browser._a11y", "tamesu.targets.browser.validate")
 """What the zygote imports before it forks: the command line, the loader and engine, the HTTP targets that
 most runs use, what a run imports once it has started, and what the tests' MCP servers and the example A2A shop
 import. None of them (but the SDKs' log switches) reads the environment or the working folder when imported, and

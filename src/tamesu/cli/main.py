@@ -10,11 +10,12 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tamesu import __version__
+from tamesu.cli._lazy import LazyGroup
 from tamesu.cli.shared import (
     COLOR,
     COLOR_HELP,
@@ -70,29 +71,7 @@ def _load(paths: tuple[str, ...], config: str | None, *, require_secrets: bool) 
         _fail_config(exc.problems)
 
 
-class _LazyGroup(click.Group):
-    """Commands that live in modules of their own are imported only when used, so `tamesu --version` and
-    `tamesu validate` start fast."""
-
-    _lazy: ClassVar[dict[str, tuple[str, str]]] = {"test": ("tamesu.cli.test", "test_command"),
-                                                   "validate": ("tamesu.cli.validate", "validate_command"),
-                                                   "store": ("tamesu.cli.store", "store_group"),
-                                                   "view": ("tamesu.cli.store", "view_command")}
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *self._lazy])
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name in self._lazy:
-            import importlib
-
-            module, attribute = self._lazy[name]
-            command: click.Command = getattr(importlib.import_module(module), attribute)
-            return command
-        return super().get_command(ctx, name)
-
-
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="tamesu")
 def main() -> None:
     """Test conversational AI agents the way their users meet them."""
