@@ -216,6 +216,9 @@ def table(result: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
+    from _owned import own_children
+
+    own_children()
     parser = argparse.ArgumentParser(description="the browser target's figures")
     parser.add_argument("--quick", action="store_true", help="1 and 2 conversations only, nothing written")
     args = parser.parse_args()

@@ -493,5 +493,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from _owned import own_children
+
+    own_children()
     sys.path.insert(0, str(BENCH))
     sys.exit(main())

@@ -95,4 +95,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from _owned import own_children
+
+    own_children()
     main()

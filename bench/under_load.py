@@ -67,4 +67,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from _owned import own_children
+
+    own_children()
     raise SystemExit(main())
