@@ -6,61 +6,46 @@ over HTTP from the view the command serves."""
 from __future__ import annotations
 
 import re
-import urllib.request
-from collections.abc import Callable
-from pathlib import Path
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from ports import refused_port
-from tamesu.net.serve import ThreadServer
-from view.conftest import View, stored_run
+from view.conftest import Stored
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
 
-async def _chat(request: Request) -> JSONResponse:
-    return JSONResponse({"text": f"echo: {(await request.json()).get('message', '')}"})
+def _newest_run(page: str) -> dict[str, str]:
+    """The runs table's first row, by its header's names."""
+    header = [re.sub("<[^>]+>", "", cell) for cell in re.findall(r"<th>(.*?)</th>", page)]
+    first = re.search(r"<tbody><tr>(.*?)</tr>", page)
+    assert first is not None, page
+    cells = [re.sub("<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", first.group(1))]
+    return dict(zip(header, cells, strict=True))
 
 
-def test_the_runs_table_counts_errors_apart_from_failures(tmp_path: Path, serve: Callable[..., ThreadServer],
-                                                          view: Callable[..., View]) -> None:
-    server = serve(Starlette(routes=[Route("/chat", _chat, methods=["POST"])]))
-    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
-    (tmp_path / "suite.yaml").write_text(f"""\
+def test_the_runs_table_counts_errors_apart_from_failures(stored: Stored) -> None:
+    stored.write(f"""\
 targets:
-  bot: {{ type: rest, url: '{server.url}/chat' }}
+  bot: {{ type: rest, url: '{stored.agent}/chat' }}
   gone: {{ type: rest, url: 'http://127.0.0.1:{refused_port()}/chat', connect: {{ attempts: 1 }} }}
 tests:
   - {{ name: fails, target: bot, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: nope }} ] }}
   - {{ name: passes, target: bot, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: echo }} ] }}
   - {{ name: unreachable, target: gone, scenario: {{ script: [ {{ say: hi }} ] }} }}
 """)
-    done = stored_run(tmp_path)
+    done = stored.run()
     assert done.returncode == 3 and "1 passed, 1 failed, 1 error" in done.stdout, done.stdout + done.stderr
-    page = urllib.request.urlopen(view(tmp_path, "--no-open").url + "/", timeout=30).read().decode()
-    header = [re.sub("<[^>]+>", "", cell) for cell in re.findall(r"<th>(.*?)</th>", page)]
-    first = re.search(r"<tbody><tr>(.*?)</tr>", page)
-    assert first is not None, page
-    cells = [re.sub("<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", first.group(1))]
-    said = dict(zip(header, cells, strict=True))
+    said = _newest_run(stored.page())
     assert [said[key] for key in ("tests", "passed", "failed", "errors")] == ["3", "passed 1", "failed 1", "error 1"]
     assert said["pass rate"].startswith("33%"), said
 
 
-def test_a_quarantined_failure_has_its_column_beside_the_rate_it_counts_in(tmp_path: Path,
-                                                                              serve: Callable[..., ThreadServer],
-                                                                              view: Callable[..., View]) -> None:
+def test_a_quarantined_failure_has_its_column_beside_the_rate_it_counts_in(stored: Stored) -> None:
     # before: `passed 1, failed 1, error 0, 33%`: the quarantined failure was in the rate but in no column
-    server = serve(Starlette(routes=[Route("/chat", _chat, methods=["POST"])]))
-    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
-    (tmp_path / "suite.yaml").write_text(f"""\
+    stored.write(f"""\
 targets:
-  bot: {{ type: rest, url: '{server.url}/chat' }}
+  bot: {{ type: rest, url: '{stored.agent}/chat' }}
 tests:
   - {{ name: fails, target: bot, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: nope }} ] }}
   - {{ name: passes, target: bot, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: echo }} ] }}
@@ -70,17 +55,13 @@ tests:
     scenario: {{ script: [ {{ say: hi }} ] }}
     assert: [ {{ contains: nope }} ]
 """)
-    done = stored_run(tmp_path)
+    done = stored.run()
     assert done.returncode == 1 and "1 passed, 1 failed, 1 quarantined" in done.stdout, done.stdout + done.stderr
-    page = urllib.request.urlopen(view(tmp_path, "--no-open").url + "/", timeout=30).read().decode()
-    header = [re.sub("<[^>]+>", "", cell) for cell in re.findall(r"<th>(.*?)</th>", page)]
-    first = re.search(r"<tbody><tr>(.*?)</tr>", page)
-    assert first is not None, page
-    cells = [re.sub("<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", first.group(1))]
-    said = dict(zip(header, cells, strict=True))
+    said = _newest_run(stored.page())
     assert [said[key] for key in ("tests", "passed", "failed", "errors", "quarantined")] == \
         ["3", "passed 1", "failed 1", "error 0", "quarantined 1"], said
     assert "inconclusive" not in said  # a column only when a run has one
     # the passed share of the tests that ran: a quarantined failure leaves the exit code alone, not the rate (what
     # quarantine hides stays visible)
     assert said["pass rate"].startswith("33%"), said
+
