@@ -15,6 +15,15 @@ from view.conftest import Stored
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
 
+SPOILING = """\
+suites: ['suite.yaml']
+cache: { mode: off }
+models:
+  simulator: { provider: fake, rules: [ { say: "As an AI language model, I can't book flights" } ] }
+"""
+"""A project whose simulated user breaks character on every run (tests/engine/test_repeat_verdicts.py)."""
+
+
 def _newest_run(page: str) -> dict[str, str]:
     """The runs table's first row, by its header's names."""
     header = [re.sub("<[^>]+>", "", cell) for cell in re.findall(r"<th>(.*?)</th>", page)]
@@ -65,3 +74,22 @@ tests:
     # quarantine hides stays visible)
     assert said["pass rate"].startswith("33%"), said
 
+
+def test_an_inconclusive_test_has_its_column_when_a_run_has_one(stored: Stored) -> None:
+    # the simulated user breaks character (engine.fault's audit): the failed check says nothing of the agent
+    stored.write(f"""\
+targets:
+  bot: {{ type: rest, url: '{stored.agent}/chat' }}
+tests:
+  - {{ name: passes, target: bot, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: echo }} ] }}
+  - name: spoiled
+    target: bot
+    retries_inconclusive: 0
+    scenario: {{ goal: "Book a flight to Paris", max_turns: 2 }}
+    assert: [ {{ contains: booked }} ]
+""", SPOILING)
+    done = stored.run()
+    assert "1 passed" in done.stdout and "1 inconclusive" in done.stdout, done.stdout + done.stderr
+    said = _newest_run(stored.page())
+    assert [said[key] for key in ("tests", "passed", "failed", "errors", "quarantined", "inconclusive")] == \
+        ["2", "passed 1", "failed 0", "error 0", "quarantined 0", "inconclusive 1"], said
