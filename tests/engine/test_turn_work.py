@@ -165,9 +165,9 @@ def test_a_runs_records_are_written_where_they_were_without_pathlib_joins(tmp_pa
     import json
     import pathlib
 
+    from tamesu.engine._run_records import written
     from tamesu.engine.artifacts import RunDirectory
     from tamesu.engine.conversation import RunOutcome
-    from tamesu.engine.runner import _write_records
     from tamesu.results.records import RunResult, Transcript
     from tamesu.results.rundir import slug
     from tamesu.suite.secrets import Redactor
@@ -180,7 +180,7 @@ def test_a_runs_records_are_written_where_they_were_without_pathlib_joins(tmp_pa
     joined: list[object] = []
     join = pathlib.PurePath.__truediv__
     monkeypatch.setattr(pathlib.PurePath, "__truediv__", lambda self, key: joined.append(key) or join(self, key))
-    _write_records(directory, run_dir, outcome)
+    written(directory, run_dir, outcome)
     assert joined == []  # two or three joins a run, some fifteen calls each
     assert json.loads((tmp_path / "Suite-é" / "c1" / "run-1" / "result.json").read_text())["test"] == "c1"
     assert json.loads((run_dir / "transcript.json").read_text())["lines"] == []

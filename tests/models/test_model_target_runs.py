@@ -140,3 +140,22 @@ def test_a_templated_password_in_a_models_base_url_is_sent_whole(tmp_path: Path,
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(bot.calls()) == 1
     assert not [p for p in (tmp_path / "out").rglob("*") if p.is_file() and b"s3/cr?t" in p.read_bytes()]
+
+
+def test_a_script_tests_model_target_sends_a_templated_password_whole(tmp_path: Path, serve: Serve,
+                                                                       monkeypatch: Any) -> None:
+    # the project's models as `tamesu.testing` and `tamesu test -i agents:` make them (engine.models.project_models):
+    # before 15f05e91 their base_url was rendered as text there too, the password's `/` ending the host
+    from tamesu.testing import AgentSession
+
+    bot = OpenAIServer()
+    bot.plan(text("hello there"))
+    url = bot.base_url(serve(bot.app).url).replace("http://", "http://bot:{{secrets.BOT_PW}}@")
+    (tmp_path / "tamesu.yaml").write_text(
+        f"suites: []\ntargets:\n  bot: {{ type: model, model: bot }}\n"
+        f"models:\n  bot: {{ provider: openai, model: gpt-4o-mini, base_url: '{url}' }}\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("BOT_PW", "s3/cr?t")
+    with AgentSession.open("bot", project=tmp_path) as agent:
+        assert agent.send("Say hello").text == "hello there"
+    assert len(bot.calls()) == 1

@@ -99,6 +99,34 @@ async def test_no_agent_in_the_room_is_an_infrastructure_error(tmp_path: Path) -
             pass
 
 
+async def test_a_password_in_the_url_is_sent_whole_and_named_without_it(tmp_path: Path) -> None:
+    # the url's user:password@ is rendered as a url (b214d6df: a templated password holding `/` ended the host) and
+    # never named (c198d7e5: the transport event and 'cannot reach' kept it)
+    from agents import livekit_double
+    from sessions import events
+    from tamesu.errors import InfraError
+
+    rooms: list[Any] = []
+    for host in ("lk.example.test", "unreachable.example.test"):
+        session = new_session(tmp_path, environ={"LK_KEY": "APIkey123", "LK_SECRET": SECRET, "LK_PW": "pw/x?y#z"},
+                              run_id="t1", run={"id": "t1"})
+        target = LiveKitTarget(LiveKitSpec.model_validate({
+            "type": "livekit", "url": f"wss://lk:{{{{secrets.LK_PW}}}}@{host}", "api_key": "{{secrets.LK_KEY}}",
+            "api_secret": "{{secrets.LK_SECRET}}", "room": "support-{{run.id}}", "idle": 0.4}), "lk")
+        target.sdk_factory = livekit_double.double(SECRET, "support-t1", rooms)  # type: ignore[method-assign]
+        try:
+            await target.open(session)
+        except InfraError as exc:
+            assert str(exc).startswith("livekit target lk: cannot reach wss://***@unreachable.example.test: "), exc
+            assert "pw/x" not in str(exc)
+        else:
+            assert events(session, "transport")[0]["url"] == "wss://***@lk.example.test"
+        finally:
+            await target.close()
+    assert rooms[0].connected_url == "wss://lk:pw%2Fx%3Fy%23z@lk.example.test"
+    assert rooms[1].connected_url is None  # refused
+
+
 async def test_the_minted_token_is_masked_where_an_error_quotes_it(tmp_path: Path) -> None:
     # before: the access token tamesu mints (a bearer credential for the room, valid for hours) was never given
     # to the redactor: an SDK error quoting the URL it joined with (`?access_token=...`) was said with it

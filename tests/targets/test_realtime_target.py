@@ -310,3 +310,21 @@ def test_a_bad_server_gets_a_clear_failed_turn_and_no_hang(tmp_path: Path) -> No
         assert record["duration_ms"] < 20000, (name, record["duration_ms"])  # turn_timeout bounds every wait
     # audio is not worth deflating: zlib per 20 ms frame cost the loop that paces every conversation's frames
     assert OFFERED_EXTENSIONS and all(offer is None for offer in OFFERED_EXTENSIONS), OFFERED_EXTENSIONS
+
+
+def test_a_templated_password_holding_a_slash_in_the_url_reaches_the_agent(tmp_path: Path) -> None:
+    # f9108a1d: rendered as text, the password's `/` in user:password@ ended the host ('Invalid port', its head
+    # said); rendered as a url it is percent-encoded and the agent is reached (here: its error answer)
+    server = BadRealtime()
+    try:
+        url = server.url.replace("ws://", "ws://u:{{secrets.RT_PW}}@") + "/error"
+        (tmp_path / "bad.yaml").write_text(BAD_SUITE.format(
+            targets=f"  bot: {{ type: realtime, url: \"{url}\", mode: text, turn_timeout: 2s }}",
+            tests="  - { name: one, target: bot, scenario: { script: [ { say: hello } ] } }"))
+        done = run_tamesu(["run", "bad.yaml", "--out", "out"], cwd=tmp_path, timeout=120,
+                          env={"RT_PW": "S3c/r3t?pw#x"})
+    finally:
+        server.stop()
+    said = done.stdout + done.stderr
+    assert "the agent answered with an error: overloaded: try again later" in said, said
+    assert "S3c" not in said, said

@@ -10,6 +10,8 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from agents.fixtures import RunningAgents, rest_agents
 
 __all__ = ["rest_agents"]  # a fixture, imported to be found by pytest
@@ -64,19 +66,22 @@ tests:
     _unsaid("s3c", result.stdout + result.stderr, tmp_path / "out")
 
 
-def test_a_remote_agents_forward_is_named_without_its_password(tamesu: Callable, tmp_path: Path) -> None:
+@pytest.mark.parametrize("password", ["hunter2-pw", "{{secrets.SHOP_PW}}"])
+def test_a_remote_agents_forward_is_named_without_its_password(tamesu: Callable, tmp_path: Path,
+                                                                password: str) -> None:
     # before: "remote agent shop: forward to http://shop:hunter2-pw@127.0.0.1:P/a2a: the real agent did not
-    # answer" on the console and in result.json, and the remote_agent_started and forward_failed events kept it
+    # answer" on the console and in result.json, and the remote_agent_started and forward_failed events kept it;
+    # a templated password holding `/` ended the host early (rendered as text: 'Invalid port')
     port = _free_port()
     (tmp_path / "f.tamesu.yaml").write_text(f"""\
 remote_agents:
-  shop: {{ forward: "http://shop:hunter2-pw@127.0.0.1:{port}/a2a" }}
+  shop: {{ forward: "http://shop:{password}@127.0.0.1:{port}/a2a" }}
 targets:
   rpc: {{ type: a2a, url: "{{{{remote.shop.url}}}}" }}
 tests:
   - {{ name: through, target: rpc, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: x }} ] }}
 """, encoding="utf-8")
-    done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path)
+    done = tamesu(["run", "--out", "out", "--color", "never"], cwd=tmp_path, env={"SHOP_PW": "s3c/ret?pw#0042"})
     assert done.returncode == 3, done.stdout + done.stderr
     assert f"! remote agent shop: forward to http://***@127.0.0.1:{port}/a2a: the real agent did " \
            "not answer: ConnectError" in done.stdout, done.stdout
@@ -84,3 +89,28 @@ tests:
     started = [e["data"] for e in run["events"] if e["name"] == "remote_agent_started"]
     assert started[0]["forward"] == f"http://***@127.0.0.1:{port}/a2a", started
     _unsaid("hunter2-pw", done.stdout + done.stderr, tmp_path / "out")
+    _unsaid("s3c", done.stdout + done.stderr, tmp_path / "out")
+
+
+def test_a_listener_that_got_no_post_is_named_without_its_password(rest_agents: RunningAgents, tamesu: Callable,
+                                                                   tmp_path: Path) -> None:
+    # the turn that timed out waiting for the agent's post names the listener as the transport event does: before
+    # b214d6df the line kept the public url's `hook:hunter2-pw@`
+    port = _free_port()
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot:
+    type: rest
+    url: "{rest_agents.url}/bot"
+    request: {{ body: {{ text: "{{{{message}}}}", callback: "{{{{listen.url}}}}" }} }}
+    response: {{ listen: {{ addr: "127.0.0.1:{port}", url: "http://hook:hunter2-pw@127.0.0.1:{port}/hook",
+                          path: /hook, idle: 5s, done: $.end }} }}
+    turn_timeout: 3s
+tests:
+  - {{ name: silent, target: bot, scenario: {{ script: [ {{ say: silent }} ] }} }}
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out", "--color", "never"], cwd=tmp_path)
+    said = result.stdout + result.stderr
+    assert result.returncode == 1, said
+    assert f"waiting for a post to http://***@127.0.0.1:{port}/hook" in said, said
+    _unsaid("hunter2-pw", said, tmp_path / "out")

@@ -1,5 +1,6 @@
-"""`tamesu view` as a child process for the view tests: started on a free port, stopped after the test; and the
-runs that fill the store it shows."""
+"""`tamesu view` as a child process for the view tests: started on a free port, stopped after the test; the runs
+that fill the store it shows; and `stored`, the start most view tests share (a local agent, a suite against it
+run into the store, the view's pages read over HTTP)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,27 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 import forked
 from lifeline import tied
 
 
-def stored_run(root: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`tamesu run --out out` in `root` with the project's SQLite store on, the store `tamesu view` reads; forked
-    from the warm zygote (tests/forked.py): a plain child spent half a second of CPU importing before it ran."""
-    return forked.run(["run", "--out", "out"], root, {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true",
-                                                      **(env or {})}, 120)
+def stored_run(root: Path, env: dict[str, str] | None = None, *extra: str) -> subprocess.CompletedProcess[str]:
+    """`tamesu run --out out [extra]` in `root` with the project's SQLite store on, the store `tamesu view` reads;
+    forked from the warm zygote (tests/forked.py): a plain child spent half a second of CPU importing before it
+    ran."""
+    return forked.run(["run", "--out", "out", *extra], root, {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true",
+                                                              **(env or {})}, 120)
 
 
 class View:
@@ -66,3 +75,41 @@ def view() -> Iterator[Callable[..., View]]:
     finally:
         for one in started:
             one.stop()
+
+
+async def _echo(request: Request) -> JSONResponse:
+    return JSONResponse({"text": f"echo: {(await request.json()).get('message', '')}"})
+
+
+class Stored:
+    """A project in `root` whose runs fill the store `tamesu view` reads: `agent`, a local agent answering
+    `echo: <message>` at `{agent}/chat` (started when first named); `write` the project and its suite, `run` it
+    into the store, `page` one of the view's pages (the view started, with --no-open, at the first)."""
+
+    def __init__(self, root: Path, serve: Callable[[Any], Any], view: Callable[..., View]) -> None:
+        self.root = root
+        self._serve = serve
+        self._view = view
+        self._url: str | None = None
+
+    @cached_property
+    def agent(self) -> str:
+        return str(self._serve(Starlette(routes=[Route("/chat", _echo, methods=["POST"])])).url)
+
+    def write(self, suite: str, project: str = "suites: ['suite.yaml']\n") -> None:
+        (self.root / "tamesu.yaml").write_text(project)
+        (self.root / "suite.yaml").write_text(suite)
+
+    def run(self, env: dict[str, str] | None = None, *extra: str) -> subprocess.CompletedProcess[str]:
+        return stored_run(self.root, env, *extra)
+
+    def page(self, path: str = "/", **params: str) -> str:
+        if self._url is None:
+            self._url = self._view(self.root, "--no-open").url
+        return httpx.get(f"{self._url}{path}", params=params, timeout=30).text
+
+
+@pytest.fixture
+def stored(tmp_path: Path, serve: Callable[[Any], Any], view: Callable[..., View]) -> Stored:
+    """`Stored` in the test's `tmp_path`."""
+    return Stored(tmp_path, serve, view)

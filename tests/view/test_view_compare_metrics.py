@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-import forked
+from view.conftest import stored_run
 
 SUITE = """\
 targets:
@@ -49,8 +48,7 @@ _NAMED = re.compile(r"s/(one|three)\b(?:(?!s/(?:one|three)\b).){0,200}?turn_late
 
 
 def _run(root: Path, *extra: str) -> str:
-    done = forked.run(["run", "--out", "out", *extra], root,
-                      {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true"}, 120)
+    done = stored_run(root, None, *extra)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

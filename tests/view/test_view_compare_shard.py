@@ -3,21 +3,19 @@ elsewhere, not removed (before, the view listed each of them as a removed test).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-import forked
 from tamesu.results.sharding import shard_of
+from view.conftest import stored_run
 
 NAMES = [f"t{n}" for n in range(8)]
 
 
 def _run(root: Path, *extra: str) -> str:
-    done = forked.run(["run", "--out", "out", *extra], root,
-                      {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true"}, 120)
+    done = stored_run(root, None, *extra)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

@@ -5,13 +5,12 @@ differed from the console's for the same two runs (and a test's history listed t
 from __future__ import annotations
 
 import html
-import os
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-import forked
+from view.conftest import stored_run
 
 SUITE = """\
 targets:
@@ -27,8 +26,7 @@ tests:
 
 def _run(root: Path, word: str, *extra: str) -> str:
     (root / "s.tamesu.yaml").write_text(SUITE.format(word=word))
-    done = forked.run(["run", "--out", "out", *extra], root,
-                      {**os.environ, "NO_COLOR": "1", "TAMESU_STORE": "true"}, 120)
+    done = stored_run(root, None, *extra)
     return done.stdout + done.stderr
 
 

@@ -6,45 +6,29 @@ local agent and a closed port."""
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from pathlib import Path
 
-import httpx
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from ports import refused_port
-from tamesu.net.serve import ThreadServer
-from view.conftest import View, stored_run
+from view.conftest import Stored
 
 pytest.importorskip("sqlalchemy", reason="the store extra is not installed (pip install -e '.[store]')")
 
 
-async def _chat(request: Request) -> JSONResponse:
-    return JSONResponse({"text": f"echo: {(await request.json()).get('message', '')}"})
-
-
-def test_a_runs_fault_is_said_with_its_reason_once(tmp_path: Path, serve: Callable[..., ThreadServer],
-                                                   view: Callable[..., View]) -> None:
-    server = serve(Starlette(routes=[Route("/chat", _chat, methods=["POST"])]))
-    (tmp_path / "tamesu.yaml").write_text("suites: ['suite.yaml']\n")
-    (tmp_path / "suite.yaml").write_text(f"""\
+def test_a_runs_fault_is_said_with_its_reason_once(stored: Stored) -> None:
+    stored.write(f"""\
 targets:
-  bot: {{ type: rest, url: '{server.url}/chat' }}
+  bot: {{ type: rest, url: '{stored.agent}/chat' }}
   gone: {{ type: rest, url: 'http://127.0.0.1:{refused_port()}/chat', connect: {{ attempts: 1 }} }}
 tests:
   - {{ name: fails, target: bot, scenario: {{ script: [ {{ say: hi }} ] }}, assert: [ {{ contains: nope }} ] }}
   - {{ name: unreachable, target: gone, scenario: {{ script: [ {{ say: hi }} ] }} }}
 """)
-    done = stored_run(tmp_path)
+    done = stored.run()
     assert done.returncode == 3, done.stdout + done.stderr
-    url = view(tmp_path, "--no-open").url
 
     def page(test: str) -> str:
-        return html.unescape(httpx.get(f"{url}/test", params={"id": f"suite/{test}"}, timeout=30).text)
+        return html.unescape(stored.page("/test", id=f"suite/{test}"))
 
     gone = page("unreachable")
     assert gone.count("cannot reach") == 1 and "<p>fault: <b>environment</b></p>" in gone, gone

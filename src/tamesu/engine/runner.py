@@ -12,12 +12,14 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 from tamesu import __version__, targets
 from tamesu.conversation import WRITE_GOLDEN
 from tamesu.engine._halts import Halts
 from tamesu.engine._late_spans import tell_spans
+from tamesu.engine._run_records import written
+from tamesu.engine._unrun import unrun
 from tamesu.engine.artifacts import RunDirectory, new_run_dir, slug
 from tamesu.engine.conversation import Going, RunInputs, RunOutcome, crashed_run, execute_run
 from tamesu.engine.hooks import HookFailed, HookGroup, run_hooks
@@ -34,7 +36,6 @@ from tamesu.plan import LoadedSuite, Plan, PlannedTest
 from tamesu.results.records import (
     ModelSpend,
     RunResult,
-    RunSummary,
     RunSummaryFile,
     TestResult,
     count,
@@ -226,7 +227,7 @@ class Runner:
             # as a failing before_all hook: the suite's tests are errors (exit 3), the other suites still run
             # and the run's reports and run.json say so (the run stopped with run.json at exit 0, no reports)
             for test in tests:
-                self._record(directory, self._unrun(test, "error", str(exc)), [])
+                self._record(directory, unrun(test, "error", str(exc), self.options.today), [])
             await self._load(suite, tests, directory, None, None)  # no stage: it says why (every test an error)
             return [f"suite {suite.name}: {exc}"]
         context = self._suite_context(suite)
@@ -242,7 +243,7 @@ class Runner:
             return await self._after_all(suite, context)
         except HookFailed as exc:
             for test in tests:
-                self._record(directory, self._unrun(test, "error", str(exc)), [])
+                self._record(directory, unrun(test, "error", str(exc), self.options.today), [])
             await self._load(suite, tests, directory, None, None)  # no stage: it says why (every test an error)
             # what the before_all hooks before it set up (a container, a seeded database) is cleaned up still
             return [str(exc), *await self._after_all(suite, context)]
@@ -271,21 +272,6 @@ class Runner:
             self.reporter.warning(said)
             return [said]
         return []
-
-    def _unrun(self, test: PlannedTest, status: Literal["skipped", "error"], reason: str) -> TestResult:
-        if status == "error" and test.spec.skip:  # it would not have run: its own skip says why, not the hook
-            return self._unrun(test, "skipped", test.spec.skip if isinstance(test.spec.skip, str) else "skip: true")
-        # a quarantined test never changes the exit code, also when a failing before_all hook kept it from starting
-        quarantine = test.spec.quarantine if status == "error" and test.quarantined(self.options.today) else None
-        return TestResult(
-            suite=test.suite.name, test=test.name, id=test.id, case=test.case, tags=test.tags,
-            target=test.target_name, status="quarantined" if quarantine else status,
-            quarantine=quarantine.reason if quarantine else None,
-            pass_threshold=test.spec.pass_threshold, skip_reason=reason if status == "skipped" else None,
-            # a test that never started for a hook or a receiver is the environment's, as every run error is
-            runs=[RunSummary(run=0, status=status, dir="", error=reason, fault="environment", fault_reason=reason)
-                  ] if status == "error" else [],
-        )
 
     def _record(self, directory: RunDirectory, result: TestResult, runs: list[RunResult]) -> None:
         if self.write_failed:
@@ -319,7 +305,7 @@ class Runner:
                         traces: SuiteTraces | None = None) -> None:
         if test.spec.skip:
             reason = test.spec.skip if isinstance(test.spec.skip, str) else "skip: true"
-            self._record(directory, self._unrun(test, "skipped", reason), [])
+            self._record(directory, unrun(test, "skipped", reason, self.options.today), [])
             return
         test_dir = directory.test_dir(test.suite.name, test.name)
         repeat = self.options.repeat or test.spec.repeat
@@ -338,16 +324,16 @@ class Runner:
             return  # a test cut short by Ctrl-C or SIGTERM did not finish: the plan still names it
         if not finished:
             stopped = self.halts.stopped(test)
-            self._record(directory, self._unrun(test, "skipped", f"not run: {stopped}" if stopped
-                                                else "not run"), [])
+            reason = f"not run: {stopped}" if stopped else "not run"
+            self._record(directory, unrun(test, "skipped", reason, self.options.today), [])
             return
         runs = [o.result for o in finished]
         if adaptive is None and len(finished) < repeat and self.halts.could_pass(test, repeat):
             # a verdict on the runs that happened would hold a threshold to fewer runs than it was set for (2 of
             # 4 passing at 0.5 passed a test whose last two runs fail-fast had cut)
             stopped = self.halts.stopped(test) or "the run stopped"
-            self._record(directory, self._unrun(test, "skipped", f"not run: {stopped} ({len(finished)} of "
-                                                f"{repeat} runs made)"), runs)
+            reason = f"not run: {stopped} ({len(finished)} of {repeat} runs made)"
+            self._record(directory, unrun(test, "skipped", reason, self.options.today), runs)
             return
         result = aggregate(test, runs, test_dir, directory.root, self.options.today, adaptive, repeat)
         # the time the runs took (each with the attempts and reruns it took), not the time spent waiting for a slot
@@ -412,11 +398,7 @@ class Runner:
                 outcome = crashed_run(inputs, exc)
             # its artifacts, as docs/performance.md says (none were written: a failing load run left nothing)
             with contextlib.suppress(OSError):
-                try:
-                    _write_records(directory, run_dir, outcome)
-                except ValueError as exc:  # as in _attempts
-                    outcome = crashed_run(inputs, exc)
-                    _write_records(directory, run_dir, outcome)
+                outcome = written(directory, run_dir, outcome, inputs)
             if self.stopping.signum is not None and outcome.result.status == "error":
                 return None  # cut short by Ctrl-C or SIGTERM: no verdict, not an error of the agent's
             if outcome.budget_exceeded:  # no stage goes on spending past the budget
@@ -465,11 +447,7 @@ class Runner:
                     directory.write_json(run_dir / "result.json", outcome.result)
                 return None
             try:
-                try:
-                    _write_records(directory, run_dir, outcome)
-                except ValueError as exc:  # a record no JSON holds (an answer nested too deep): this run's error,
-                    outcome = crashed_run(inputs, exc)  # never the end of the whole run
-                    _write_records(directory, run_dir, outcome)
+                outcome = written(directory, run_dir, outcome, inputs)
             except OSError as exc:
                 self._cannot_write(run_dir / "result.json", exc)
                 return None
@@ -481,14 +459,6 @@ class Runner:
             if outcome.result.status != "error" or outcome.budget_exceeded or outcome.result.fault == "suite":
                 break  # `retries` are for infrastructure: the suite's own mistake would come out the same again
         return outcome
-
-
-def _write_records(directory: RunDirectory, run_dir: Path, outcome: RunOutcome) -> None:
-    folder = os.fspath(run_dir)  # joined as text: pathlib's `/` is some fifteen calls, twice a run
-    directory.write_json(os.path.join(folder, "transcript.json"), outcome.transcript)
-    directory.write_json(os.path.join(folder, "result.json"), outcome.result)
-    if outcome.spans is not None:
-        directory.write_json(os.path.join(folder, "spans.json"), outcome.spans.numbers_masked(directory.redactor.text))
 
 
 class RunFolderError(InfraError):

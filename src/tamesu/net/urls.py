@@ -10,6 +10,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@]*@")
+_USERINFO_IN_TEXT = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
 
 _NEEDS_A_HOST = frozenset({"http", "https", "ws", "wss", "grpc", "grpcs"})
 
@@ -61,3 +62,9 @@ def shown_url(url: str, mask: Callable[[str], str] = str, *, query: bool = False
     hidden = "***@" if "@" in parts.netloc else ""
     kept = f"?{parts.query}" if query and parts.query else "?..." if parts.query else ""
     return mask(f"{parts.scheme}://{hidden}{host}{parts.path}{kept}")
+
+
+def userinfo_hidden(text: str) -> str:
+    """`text` (a library's error line, which quotes the URL it was given) with the `user:password@` of every URL in
+    it as `***@`, as `shown_url` names one."""
+    return _USERINFO_IN_TEXT.sub(r"\1***@", text)

@@ -26,7 +26,8 @@ from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from tamesu.errors import InfraError
 from tamesu.net.serve import LoopServer
-from tamesu.telemetry.collector import GRPC_REFUSED, SpanCollector
+from tamesu.telemetry._dropped import GRPC_REFUSED
+from tamesu.telemetry.collector import SpanCollector
 from tamesu.telemetry.spans import BadExport, decode
 from tamesu.types import split_addr
 

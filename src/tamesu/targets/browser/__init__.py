@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.errors import InfraError, Problem
 from tamesu.matching import quoted
+from tamesu.net.urls import userinfo_hidden
 from tamesu.plugins import register
 from tamesu.targets.base import StepContext, Target
 from tamesu.targets.browser._mask import mask_artifacts
@@ -142,7 +143,9 @@ class BrowserTarget(Target[BrowserSpec]):
                             update_golden=bool(getattr(session, "update_golden", False)),
                             calls=Calls(page, session.now_ms))
         url = session.context.render_url(self.spec.url)
-        session.event("browser_open", url=url, engine=self.spec.engine, version=browser.version)
+        # named as every target names its url: never a user:password@ written in it
+        session.event("browser_open", url=userinfo_hidden(url), engine=self.spec.engine,
+                      version=browser.version)
         try:
             await navigate(self._env, url, timeout=self.spec.load_timeout * 1000)
         except StepFailed as exc:
@@ -252,7 +255,7 @@ class BrowserTarget(Target[BrowserSpec]):
         # request skips Chromium's HTTP cache, Playwright's rule; each run's context starts with none anyway.)
         await context.route(lambda url: _origin(url) == origin, stamp)
         session.event("conversation_trace", trace_id=session.conversation_trace.trace_id,
-                      sent_in=[f"request header traceparent (to {origin} only)"])
+                      sent_in=[f"request header traceparent (to {userinfo_hidden(origin)} only)"])
 
     def turn_trace_id(self, session: Session) -> str | None:
         traced, self._turn_traced = self._turn_traced, False
@@ -362,7 +365,8 @@ class BrowserTarget(Target[BrowserSpec]):
         except PlaywrightError as exc:
             await self._raise_if_crashed(f"step {number} ({describe(step)})", exc)
             failure = f"{describe(step)}: {str(exc).splitlines()[0]}"
-        record["url"] = self._page.url if self._page is not None and not self._page.is_closed() else None
+        open_page = self._page is not None and not self._page.is_closed()
+        record["url"] = userinfo_hidden(self._page.url) if self._page is not None and open_page else None
         record["screenshot"] = await self._shoot(f"{number:02d}-{_kind(step)}")
         if self._blocked_navigation and failure is None:
             # a navigation the step set off (a click, a script) may be blocked only after the step returned

@@ -22,6 +22,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.matching import one_line, quoted
+from tamesu.net.urls import userinfo_hidden
 from tamesu.targets.browser._browser import _first_line
 from tamesu.targets.browser._calls import Calls
 from tamesu.targets.browser._frames import NoFrame, find_frame, iframe_hint
@@ -84,7 +85,7 @@ def host_allowed(url: str, allowed: list[str]) -> bool:
 def at(page: Page) -> str:
     """Where the page is, for a failure that found nothing: a login page the site sent the browser to (a storage
     state that expired) is then seen at once."""
-    return f" (the page is at {page.url})"
+    return f" (the page is at {userinfo_hidden(page.url)})"
 
 
 def locate(page: Page | Frame, selector: Selector) -> Locator:
@@ -139,7 +140,7 @@ async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, A
             case "navigate":
                 assert step.url is not None
                 await navigate(env, step.url, timeout=max(timeout, env.spec.load_timeout * 1000))
-                return {"detail": f"at {page.url}"}
+                return {"detail": f"at {userinfo_hidden(page.url)}"}
             case "click":
                 locator = await one_element(env, step, "click")
                 await _act(locator.click(timeout=timeout), "click", step)
@@ -213,8 +214,9 @@ async def _act(awaitable: Any, verb: str, step: ActionStep) -> None:
 
 async def navigate(env: PageEnv, url: str, *, timeout: float) -> None:
     """Go to `url`; outside allowed_domains fails the step, a page that does not load is an InfraError."""
+    shown = userinfo_hidden(url)  # never a user:password@ written in it
     if not host_allowed(url, env.spec.allowed_domains):
-        raise StepFailed(f"navigate: {url} is outside allowed_domains ({', '.join(env.spec.allowed_domains)})")
+        raise StepFailed(f"navigate: {shown} is outside allowed_domains ({', '.join(env.spec.allowed_domains)})")
     pending: dict[Request, None] = {}  # a dict keeps the order they were asked for
 
     def asked(request: Request) -> None:
@@ -231,14 +233,15 @@ async def navigate(env: PageEnv, url: str, *, timeout: float) -> None:
         response = await env.page.goto(url, timeout=timeout, wait_until="load")
         if response is not None and response.status >= 400:
             # the page came, as an error page: said on the run's timeline (a 500 page passed with no trace of it)
-            env.session.event("page_status", url=url, status=response.status)
+            env.session.event("page_status", url=shown, status=response.status)
     except PlaywrightTimeout:
-        raise InfraError(f"browser target {env.name}: {url} did not load within {timeout / 1000:g}s"
+        raise InfraError(f"browser target {env.name}: {shown} did not load within {timeout / 1000:g}s"
                          f"{_waiting_on(list(pending), env.page)}") from None
     except PlaywrightError as exc:
         if env.page.is_closed():
             raise
-        raise InfraError(f"browser target {env.name}: {url} did not load: {_first_line(exc)}") from None
+        raise InfraError(f"browser target {env.name}: {shown} did not load: "
+                         f"{userinfo_hidden(_first_line(exc))}") from None
     finally:
         page.remove_listener("request", asked)
         page.remove_listener("requestfinished", answered)
@@ -273,7 +276,7 @@ async def _wait(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, obj
             return {"detail": f"{quoted(step.text)} is visible"}
         if step.url is not None:
             await page.wait_for_url(_url_pattern(step.url), timeout=timeout)
-            return {"detail": f"at {page.url}"}
+            return {"detail": f"at {userinfo_hidden(page.url)}"}
     except PlaywrightTimeout:
         what = selector_text(step.selector) if step.selector is not None else repr(step.text or step.url)
         missed = await _missed(env, step) if step.url is None else at(page)
@@ -296,8 +299,8 @@ async def _assert_url(env: PageEnv, step: ActionStep, timeout: float) -> dict[st
     try:
         await env.page.wait_for_url(pattern, timeout=timeout, wait_until="commit")
     except PlaywrightTimeout:
-        raise StepFailed(f"assert_url: the page is at {env.page.url}, not {step.url}") from None
-    return {"detail": f"at {env.page.url}"}
+        raise StepFailed(f"assert_url: the page is at {userinfo_hidden(env.page.url)}, not {step.url}") from None
+    return {"detail": f"at {userinfo_hidden(env.page.url)}"}
 
 
 async def _assert_text(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:

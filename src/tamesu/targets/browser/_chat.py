@@ -14,6 +14,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from tamesu.conversation import AgentTurn, Session, TurnError, UserTurn
 from tamesu.matching import one_line
+from tamesu.net.urls import userinfo_hidden
 from tamesu.targets.browser._actions import PageEnv, at, locate
 from tamesu.targets.browser._browser import _first_line
 from tamesu.targets.browser._frames import NoFrame, find_frame, iframe_hint
@@ -151,7 +152,7 @@ async def greeting_turn(env: PageEnv, chat: ChatSpec, timeout: float) -> AgentTu
     first_at = session.now_ms()
     texts, completed = await _answer(env, root, chat, 0, deadline, timeout)
     env.chat_read, env.chat_answers = len(texts), 1
-    return AgentTurn(text="\n".join(texts), response={"messages": texts, "url": env.page.url},
+    return AgentTurn(text="\n".join(texts), response={"messages": texts, "url": userinfo_hidden(env.page.url)},
                      raw=[{"messages": texts}], sent_at_ms=started, first_token_at_ms=first_at,
                      completed_at_ms=completed)
 
@@ -316,8 +317,9 @@ async def chat_turn(env: PageEnv, chat: ChatSpec, turn: UserTurn, timeout: float
     if (answer := _without_own_message(session, chat, texts, turn.display())) is not texts:
         texts, first_at = answer, None  # the first new message seen was the user's: the agent's came unseen
     text = "\n".join(texts)
-    return AgentTurn(text=text, response={"messages": texts, "url": env.page.url}, raw=[{"messages": texts}],
-                     sent_at_ms=sent_at, first_token_at_ms=first_at, completed_at_ms=completed)
+    return AgentTurn(text=text, response={"messages": texts, "url": userinfo_hidden(env.page.url)},
+                     raw=[{"messages": texts}], sent_at_ms=sent_at, first_token_at_ms=first_at,
+                     completed_at_ms=completed)
 
 
 class _Read(NamedTuple):

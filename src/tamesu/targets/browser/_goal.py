@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from tamesu.errors import InfraError
 from tamesu.models.base import MessageFile, ModelError, ToolSpec
+from tamesu.net.urls import userinfo_hidden
 from tamesu.roles.browser_agent import SNAPSHOT_LIMIT, BrowserAgent, GoalOutcome, Observation
 from tamesu.roles.judge import Judge, JudgeInput, JudgeVerdict, Line
 from tamesu.targets.browser._actions import PageEnv, StepFailed, run_action
@@ -76,7 +77,7 @@ async def _picture(env: PageEnv) -> MessageFile | None:
     except Exception as exc:
         if env.page.is_closed():
             raise
-        env.session.event("vision_screenshot_failed", url=env.page.url, reason=_first_line(exc))
+        env.session.event("vision_screenshot_failed", url=userinfo_hidden(env.page.url), reason=_first_line(exc))
         return None
     return MessageFile(name="page.jpg", mime="image/jpeg", data=base64.b64encode(shot).decode("ascii"))
 
