@@ -667,8 +667,8 @@ tests:
     assert result.stderr.splitlines() == [
         "suite.yaml:6:31: defaults.slo.turn_latency_ms_p95: input should be a finite number, got nan",
         f"suite.yaml:12:28: tests[0].assert[0].json_path.path: {empty}",
-        "suite.yaml:13:37: tests[0].assert[1].json_path.gt: input should be a finite number",
-        "suite.yaml:14:40: tests[0].assert[2].metric.equals: input should be a finite number",
+        "suite.yaml:13:37: tests[0].assert[1].json_path.gt: input should be a finite number, got nan",
+        "suite.yaml:14:40: tests[0].assert[2].metric.equals: input should be a finite number, got inf",
         f"suite.yaml:15:56: tests[0].assert[3].http.json_path.path: {empty}",
         "suite.yaml:16:35: tests[0].assert[4].equals.path: invalid JSONPath '$$': unexpected token '$'",
         f"suite.yaml:17:38: tests[0].assert[5].type.path: {empty}",
