@@ -28,6 +28,18 @@ CASES = [
         id="syntax-error",
     ),
     pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    scenario: { script: [ {say: hi} ]\n  - name: b\n",
+        "suite.yaml:9:3: YAML syntax error: expected ',' or '}', but got '-' (a '{' opened at line 8, column 15 is "
+        "not closed before this)",
+        id="syntax-unclosed-brace-before-more",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    tags: [a, b\n    target: api\n",
+        "suite.yaml:8:11: YAML syntax error: expected ',' or ']', but got ':' (a '[' opened at line 7, column 11 is "
+        "not closed before this)",
+        id="syntax-unclosed-bracket-before-more",
+    ),
+    pytest.param(
         "targets:\n\tapi: { type: rest, url: http://127.0.0.1:9/chat }\n",
         "suite.yaml:2:1: YAML syntax error: found character '\\t' that cannot start any token (a tab: YAML indents "
         "with spaces)",
