@@ -16,7 +16,7 @@ models:
   simulator:
     provider: openai
     model: gpt-4o-mini
-    fallback: { provider: anthropic, model: claude-3-5-haiku-latest }
+    fallback: "anthropic:claude-3-5-haiku-latest"
   judge: { provider: openai, model: gpt-4o-mini, base_url: "http://127.0.0.1:9/v1" }
   grader: { provider: openai, model: gpt-4o-mini, api_key: "sk-written" }
 targets:
@@ -41,7 +41,7 @@ def test_a_model_with_no_key_to_send_is_a_warning_where_it_is_written(tmp_path: 
     assert said == [
         "s.yaml:3:15: models.simulator.provider: no API key: OPENAI_API_KEY is not set and models.simulator.api_key "
         "is not written: a test that calls this model will be an error (answers in the replay cache need none)",
-        "s.yaml:5:27: models.simulator.fallback.provider: no API key: ANTHROPIC_API_KEY is not set and "
+        "s.yaml:5:15: models.simulator.fallback: no API key: ANTHROPIC_API_KEY is not set and "
         "models.simulator.fallback.api_key is not written: a test that calls this model will be an error (answers "
         "in the replay cache need none)",
     ], said

@@ -238,7 +238,11 @@ def keyless_models(doc: Document | None, models: Mapping[str, ModelSpec]) -> lis
             if variable is not None and not spec.api_key and not os.environ.get(variable) \
                     and "{{" not in base_url and not is_local_url(base_url):
                 written = ".".join(str(part) for part in loc)
-                warnings.append(doc.problem((*loc, "provider"), (
+                entry: object = doc.data
+                for part in loc:
+                    entry = entry.get(part) if isinstance(entry, dict) else None
+                # at `provider:` in a mapping; `openai:gpt-4o` written as one string is said as itself
+                warnings.append(doc.problem((*loc, "provider") if isinstance(entry, dict) else loc, (
                     f"no API key: {variable} is not set and {written}.api_key is not written: a test that calls "
                     "this model will be an error (answers in the replay cache need none)")))
             spec, loc = spec.fallback, (*loc, "fallback")
