@@ -13,6 +13,8 @@ from typing import Any, cast
 
 import pytest
 
+from lifeline import tied
+
 
 def test_walk_strings_walks_in_order_and_at_any_depth() -> None:
     from tamesu.suite.templates import walk_strings
@@ -202,7 +204,8 @@ def _bench(command: list[str], timeout: float = 300) -> subprocess.CompletedProc
     """`command` (a bench script) run to its end, or, past `timeout`, killed with every process it started: the
     bench's agent and model server (bench/run.py's `Agent`, its children) outlived a run that timed out on a loaded
     machine, orphaned, when only the script itself was killed."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    # tied: ended with pytest too, however it ends (the same pid, exec'd behind the tie)
+    process = subprocess.Popen(tied(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     try:
         out, err = process.communicate(timeout=timeout)
