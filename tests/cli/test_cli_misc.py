@@ -37,6 +37,23 @@ def test_init_writes_a_project_that_validates(tmp_path: Path, tamesu) -> None:
     assert elsewhere.stdout.splitlines()[-1].startswith("next: `cd 'my project'`, then `tamesu run`"), elsewhere.stdout
 
 
+def test_a_filter_or_tag_that_chooses_nothing_says_what_would_have(tmp_path: Path, tamesu) -> None:
+    # was only "no test matches --tags smok": the tag it is near, a filter that matches but for case, the tests
+    (tmp_path / "suite.yaml").write_text(
+        "targets:\n  bot: { type: rest, url: 'http://127.0.0.1:9/chat' }\n"
+        "tests:\n  - { name: order status, target: bot, tags: [smoke], scenario: { script: [ { say: hi } ] } }\n")
+    said = {
+        ("--tags", "smok"): "no test matches --tags smok: no test is tagged 'smok' (did you mean 'smoke'?)",
+        ("--tags", "nightly"): "no test matches --tags nightly: no test is tagged 'nightly' (tags: smoke)",
+        ("--filter", "Order"): "no test matches --filter Order (it matches ignoring case: --filter '(?i)Order')",
+        ("--filter", "refund"): "no test matches --filter refund (tests: suite/order status)",
+    }
+    for command, code in (("run", 2), ("list", 0)):
+        for (flag, value), line in said.items():
+            done = tamesu([command, "suite.yaml", flag, value], cwd=tmp_path)
+            assert done.returncode == code and done.stderr.strip().splitlines()[-1] == line, done.stderr
+
+
 def test_the_scaffolded_suite_runs_against_an_agent(tmp_path: Path, tamesu, serve) -> None:
     async def chat(request):
         body = await request.json()

@@ -4,12 +4,16 @@ each cut keeps what it computes, and is seen taken."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+
+from lifeline import tied
 
 
 def test_walk_strings_walks_in_order_and_at_any_depth() -> None:
@@ -196,16 +200,57 @@ cuts short recorded, a reply's heard-out time kept, its part of reading the suit
 474.5 after its merges (the runs going counted around each run, which a 429's advice names)."""
 
 
+def _bench(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`command` (a bench script) run to its end, or, past `timeout`, killed with every process it started: the
+    bench's agent and model server (bench/run.py's `Agent`, its children) outlived a run that timed out on a loaded
+    machine, orphaned, when only the script itself was killed."""
+    # tied: ended with pytest too, however it ends (the same pid, exec'd behind the tie)
+    process = subprocess.Popen(tied(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        pytest.fail(f"{command[1]} did not end within {timeout:g} s: {out[-1000:]}{err[-1000:]}")
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def test_a_timed_out_bench_leaves_no_process_of_its_own() -> None:
+    import sys
+    import time
+
+    spawner = ("import subprocess, sys, time\n"
+               # its own output, as bench/run.py's agents have: not the pipes the test reads
+               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],\n"
+               "                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+               "print(child.pid, flush=True)\n"
+               "time.sleep(60)\n")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        _bench([sys.executable, "-c", spawner], timeout=3)
+    child = int(str(failed.value).split(": ", 1)[1].split()[0])
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and _running(child):
+        time.sleep(0.05)
+    assert not _running(child), f"the bench's child {child} outlived it"
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_a_scripted_rest_turn_stays_within_its_count_of_tamesus_own_calls(tmp_path: Path) -> None:
     import json
-    import subprocess
     import sys
 
     bench = Path(__file__).resolve().parents[2] / "bench" / "turn_calls.py"
     figures = tmp_path / "calls.json"
-    done = subprocess.run([sys.executable, str(bench), "--workload", "rest", "--small", "10", "--large", "30",
-                           "--at-once", "10", "--top", "1", "--json", str(figures)],
-                          capture_output=True, text=True, timeout=300)
+    done = _bench([sys.executable, str(bench), "--workload", "rest", "--small", "10", "--large", "30",
+                   "--at-once", "10", "--top", "1", "--json", str(figures)])
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rest = json.loads(figures.read_text())["rest"]
     assert 0 < rest["own_calls_per_turn"] <= OWN_CALLS_PER_TURN, rest["tamesu_functions"]
@@ -243,14 +288,12 @@ after the fourteenth pass (each test's part of reading the suite), 650.7 after s
 def test_a_persona_turn_stays_within_its_counts_of_the_sdks_calls_and_tamesus_own(
         tmp_path: Path, shape: str, sdk_calls: int, own_calls: int) -> None:
     import json
-    import subprocess
     import sys
 
     bench = Path(__file__).resolve().parents[2] / "bench" / "turn_calls.py"
     figures = tmp_path / "calls.json"
-    done = subprocess.run([sys.executable, str(bench), "--workload", "persona", "--shape", shape, "--small", "10",
-                           "--large", "30", "--at-once", "10", "--top", "1", "--json", str(figures)],
-                          capture_output=True, text=True, timeout=300)
+    done = _bench([sys.executable, str(bench), "--workload", "persona", "--shape", shape, "--small", "10",
+                   "--large", "30", "--at-once", "10", "--top", "1", "--json", str(figures)])
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     persona = json.loads(figures.read_text())["persona"]
     counted = persona["by_package"]

@@ -28,6 +28,18 @@ CASES = [
         id="syntax-error",
     ),
     pytest.param(
+        TARGET + "tests:\n  - name: a\n    target: api\n    scenario: { script: [ {say: hi} ]\n  - name: b\n",
+        "suite.yaml:9:3: YAML syntax error: expected ',' or '}', but got '-' (a '{' opened at line 8, column 15 is "
+        "not closed before this)",
+        id="syntax-unclosed-brace-before-more",
+    ),
+    pytest.param(
+        TARGET + "tests:\n  - name: a\n    tags: [a, b\n    target: api\n",
+        "suite.yaml:8:11: YAML syntax error: expected ',' or ']', but got ':' (a '[' opened at line 7, column 11 is "
+        "not closed before this)",
+        id="syntax-unclosed-bracket-before-more",
+    ),
+    pytest.param(
         "targets:\n\tapi: { type: rest, url: http://127.0.0.1:9/chat }\n",
         "suite.yaml:2:1: YAML syntax error: found character '\\t' that cannot start any token (a tab: YAML indents "
         "with spaces)",
@@ -336,8 +348,10 @@ def test_a_url_made_from_templates_that_cannot_be_sent_to_is_one_line(tmp_path: 
                     "tests:\n  - { name: a, target: api, scenario: { script: [ { say: hi } ] } }\n")
     result = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path,
                     env={"AGENT_URL": "http://127.0.0.1:99999", "NO_COLOR": "1"})
-    assert result.returncode == 3, result.stdout + result.stderr
-    assert "! rest target api: http://127.0.0.1:99999/chat: the port is not a number from 1 to 65535" in result.stdout
+    # then `! rest target api: ...` on each test, exit 3: now the plan's, where the url is written (below)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.splitlines()[0] == ("suite.yaml:2:27: targets.api.url: {{env.AGENT_URL}} made it "
+                                             "'http://127.0.0.1:99999/chat': the port is not a number from 1 to 65535")
     assert "internal error" not in result.stdout + result.stderr
 
 
@@ -665,8 +679,8 @@ tests:
     assert result.stderr.splitlines() == [
         "suite.yaml:6:31: defaults.slo.turn_latency_ms_p95: input should be a finite number, got nan",
         f"suite.yaml:12:28: tests[0].assert[0].json_path.path: {empty}",
-        "suite.yaml:13:37: tests[0].assert[1].json_path.gt: input should be a finite number",
-        "suite.yaml:14:40: tests[0].assert[2].metric.equals: input should be a finite number",
+        "suite.yaml:13:37: tests[0].assert[1].json_path.gt: input should be a finite number, got nan",
+        "suite.yaml:14:40: tests[0].assert[2].metric.equals: input should be a finite number, got inf",
         f"suite.yaml:15:56: tests[0].assert[3].http.json_path.path: {empty}",
         "suite.yaml:16:35: tests[0].assert[4].equals.path: invalid JSONPath '$$': unexpected token '$'",
         f"suite.yaml:17:38: tests[0].assert[5].type.path: {empty}",
@@ -879,3 +893,28 @@ def test_a_capture_a_target_names_that_a_test_never_makes_is_a_warning(tmp_path:
     assert result.stderr.splitlines() == [
         "warning: suite.yaml:5:55: targets.api.request.body.order: {{captured.order}}: test 'never does' "
         "(tests[1]) captures no 'order': every turn that renders this fails"], result.stderr
+
+
+def test_a_url_an_environment_variable_makes_unsendable_is_said_where_written(tmp_path: Path, tamesu) -> None:
+    # before: `SHOP_URL=127.0.0.1:8080` validated ok and each test of the run was an error (exit 3) with no place
+    write(tmp_path, 'targets:\n  shop: { type: rest, url: "{{env.SHOP_URL}}/chat" }\n'
+                    "tests:\n  - name: a\n    target: shop\n    scenario: { script: [ {say: hi} ] }\n")
+    for value, said in [
+        ("127.0.0.1:8080", "'127.0.0.1:8080/chat': no scheme: write where it is, from http://, https://, ws:// or "
+                           "the like (a path alone names no server)"),
+        ("http://me:pw@127.0.0.1:99999", "'http://***@127.0.0.1:99999/chat': the port is not a number from 1 to "
+                                         "65535"),  # the password in it never said
+    ]:
+        for command in ("validate", "run"):
+            done = tamesu([command, "suite.yaml", "--out", "out"][:2 if command == "validate" else 4], cwd=tmp_path,
+                          env={"SHOP_URL": value})
+            assert done.returncode == 2, done.stdout + done.stderr
+            assert done.stderr.splitlines()[0] == f"suite.yaml:2:28: targets.shop.url: {{{{env.SHOP_URL}}}} made it " \
+                                                  f"{said}", done.stderr
+    fine = tamesu(["validate", "suite.yaml"], cwd=tmp_path, env={"SHOP_URL": "http://127.0.0.1:8080"})
+    assert fine.returncode == 0, fine.stderr
+    # made as the run makes it: a password with `/` in `user:password@` is percent-encoded, not a broken port
+    write(tmp_path, 'targets:\n  shop: { type: rest, url: "http://shop:{{env.SHOP_PW}}@127.0.0.1:9/chat" }\n'
+                    "tests:\n  - name: a\n    target: shop\n    scenario: { script: [ {say: hi} ] }\n")
+    fine = tamesu(["validate", "suite.yaml"], cwd=tmp_path, env={"SHOP_PW": "S3cr3t+/=&Zq@x"})
+    assert fine.returncode == 0, fine.stderr

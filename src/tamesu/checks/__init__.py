@@ -25,6 +25,10 @@ META_KEYS = {"on_turn", "name", "negate"}
 # Kinds whose options may also sit beside the kind, as the Concepts page writes `{evaluator: NAME, min: 0.8}`.
 FLAT_KINDS = {"evaluator"}
 
+_SAID_HERE = {"extra_forbidden", "missing", "bool_type", "literal_error"}
+"""The problems of an assertion's options `_parse` words itself (as options, not keys); the others are said as
+`suite.problems` says any key's."""
+
 
 _checked: dict[str, type[Check[BaseModel]]] = {}
 """The class each key last loaded as, once it passed `_registered_check`'s checks: each assertion of each test
@@ -199,9 +203,16 @@ def _parse(entry: dict[str, Any], prefix: str, search: list[Path] | None) -> Ass
         spec = cls.parse(entry[key])
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = tuple(p for p in first["loc"] if p != cls.shorthand or isinstance(entry[key], dict))
+        loc: tuple[Any, ...] = tuple(p for p in first["loc"] if p != cls.shorthand or isinstance(entry[key], dict))
         message = first["msg"]
-        if first["type"] == "extra_forbidden":
+        if first["type"] not in _SAID_HERE and not first["type"].startswith("value_error"):
+            # a value of the wrong type, said as a suite's own keys say it: what was written, and `contains: 12`
+            # read as a number; no union member's name (`contains.str`) in the path
+            from tamesu.suite.problems import said_of
+
+            where, message, _ = said_of(exc, cls.Spec, key)[0]
+            loc = tuple(p for p in where if p != cls.shorthand or isinstance(entry[key], dict))
+        elif first["type"] == "extra_forbidden":
             message = f"not {article(key)} option"
             if len(loc) == 1:  # one of the check's own options, misspelt (`judge: false` for `judges`)
                 options = [info.alias or name for name, info in cls.Spec.model_fields.items()]

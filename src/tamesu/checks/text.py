@@ -96,6 +96,10 @@ class _Transcript:
                          if e.agent.status is not None and e.agent.status >= 400]
         """The turns answered with an HTTP error status: an agent that said nothing because its server refused
         (a wrong token's 401, a 404 from a wrong path) is not one that was silent."""
+        self.unread = next((str(e.data["note"]) for e in run.events if e.name == "text_not_found"
+                            and isinstance(e.data.get("note"), str)), None)
+        """Why the reply's path read nothing in an answer (`response.text ($.replyy) found nothing...`): an agent
+        whose text was looked for in the wrong place is not one that was silent either."""
         self.spoken = [Heard(e.index, e.agent.text) for e in run.exchanges if e.agent.spoken and e.agent.text] \
             if speech else []
         """The spoken turns, read as speech too (empty with `match: exact`)."""
@@ -156,7 +160,8 @@ class _Transcript:
         if not self.text:
             refused = f" (its answers: {', '.join(self.refusals[:3])}{', ...' if len(self.refusals) > 3 else ''})" \
                 if self.refusals else ""
-            return f"the agent said nothing in {self.turn_count} turn(s){refused}"
+            unread = f" ({self.unread})" if self.unread and not refused else ""
+            return f"the agent said nothing in {self.turn_count} turn(s){refused}{unread}"
         return f"{what} in {self.turn_count} turn(s) of agent text: {quote_turns(self.turns)}"
 
 

@@ -27,6 +27,7 @@ from tamesu.cli.shared import (
     finish_reports,
     interrupted_note,
     joined_reports,
+    no_match,
     open_store_writer,
     parse_shard,
     point_to_view,
@@ -109,8 +110,8 @@ def run(paths: tuple[str, ...], pattern: str | None, tags: str | None, parallel:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False, markup=True)
     tests = select_tests(plan, pattern, tags)
     if not tests:
-        asked = " and ".join(f"{flag} {value}" for flag, value in (("--filter", pattern), ("--tags", tags)) if value)
-        click.echo(f"no test matches {asked}" if asked else "no test to run: the suites hold none", err=True)
+        asked = pattern or tags
+        click.echo(no_match(plan, pattern, tags) if asked else "no test to run: the suites hold none", err=True)
         sys.exit(EXIT_CONFIG)
     shard = parse_shard(shard_text)
     chose = selection(t.id for t in tests) if shard is not None else None
@@ -182,8 +183,7 @@ def list_tests(paths: tuple[str, ...], config: str | None, pattern: str | None, 
     shard = parse_shard(shard_text)
     chosen = select_tests(plan, pattern, tags)
     if not chosen and (pattern or tags):  # as `run` says it; an empty list read as "nothing is wrong"
-        asked = " and ".join(f"{flag} {value}" for flag, value in (("--filter", pattern), ("--tags", tags)) if value)
-        click.echo(f"no test matches {asked}", err=True)
+        click.echo(no_match(plan, pattern, tags), err=True)
     for test in select(chosen, shard) if shard is not None else chosen:
         if as_json:
             click.echo(json.dumps({"id": test.id, "suite": test.suite.name, "name": test.name,

@@ -4,6 +4,7 @@ leaves."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import sys
@@ -66,6 +67,32 @@ def select_tests(plan: Plan, pattern: str | None, tags: str | None) -> list[Plan
         chosen = [t for t in chosen
                   if (not include or include & set(t.tags)) and not (exclude & set(t.tags))]
     return chosen
+
+
+def no_match(plan: Plan, pattern: str | None, tags: str | None) -> str:
+    """What `run` and `list` say when --filter or --tags chose no test, with what would have: the tag it is near
+    (`--tags smok` of a suite tagged `smoke`), a filter that matches but for case, or the tests there are."""
+    asked = " and ".join(f"{flag} {value}" for flag, value in (("--filter", pattern), ("--tags", tags)) if value)
+    carried = sorted({tag for test in plan.tests for tag in test.tags})
+    for _, tag in [pair for pair in split_tags(tags or "") or [] if not pair[0]]:
+        if tag not in carried:
+            close = difflib.get_close_matches(tag, carried, n=1)
+            near = f"did you mean {close[0]!r}?" if close else f"tags: {_some(carried)}" if carried else \
+                "no test has tags"
+            return f"no test matches {asked}: no test is tagged {tag!r} ({near})"
+    if pattern and tags is None:
+        try:
+            folded = re.compile(pattern, re.IGNORECASE)
+        except re.error:
+            folded = None
+        if folded is not None and any(folded.search(t.id) or folded.search(t.name) for t in plan.tests):
+            return f"no test matches {asked} (it matches ignoring case: --filter '(?i){pattern}')"
+        return f"no test matches {asked} (tests: {_some([t.id for t in plan.tests])})"
+    return f"no test matches {asked}"
+
+
+def _some(names: list[str], most: int = 5) -> str:
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def split_tags(text: str) -> list[tuple[bool, str]] | None:

@@ -22,6 +22,8 @@
   as $0, so the budget would never stop them);
 - a remote agent without `addr` that no `{{remote.NAME...}}` template names (a warning: nothing can find its free
   port, so every delegation to it expected fails);
+- a model whose provider needs an API key, with no `api_key` written and its environment variable not set
+  (a warning: a test that calls it is an error, exit 3, said only then; answers in the replay cache need none);
 - a `tls:` block's `ca_file`, `cert_file` or `key_file` that is not on this machine (a warning, not a problem:
   a certificate is often put in place only for the run, a CI secret mounted after a lint step; a run that
   needs it stops on one line naming it, exit 3).
@@ -32,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -217,6 +220,35 @@ def _judge_warnings(doc: Document, placed: list[tuple[Loc, Assertion]]) -> list[
                         "suite): the judge sees no trace")
             for loc, assertion in placed
             if isinstance(assertion.check, Judge) and getattr(assertion.check.spec, "trace", False)]
+
+
+def keyless_models(doc: Document | None, models: Mapping[str, ModelSpec]) -> list[Problem]:
+    """Each model (or fallback of one) of `models`, written in `doc`, that has no API key to send: the run said
+    `simulator: openai: no API key (set OPENAI_API_KEY or models.X.api_key)` on every test, where `validate`
+    had said nothing."""
+    from tamesu.models.client import DEFAULT_BASE_URLS, DEFAULT_ENV_BASE_URLS, DEFAULT_ENV_KEYS
+    from tamesu.models.said import is_local_url
+
+    warnings: list[Problem] = []
+    for name, named in models.items():
+        spec: ModelSpec | None = named
+        loc: Loc = ("models", name)
+        while spec is not None and doc is not None:
+            variable = DEFAULT_ENV_KEYS.get(spec.provider)
+            base_url = spec.base_url or os.environ.get(DEFAULT_ENV_BASE_URLS.get(spec.provider, "")) or \
+                DEFAULT_BASE_URLS.get(spec.provider, "")
+            if variable is not None and not spec.api_key and not os.environ.get(variable) \
+                    and "{{" not in base_url and not is_local_url(base_url):
+                written = ".".join(str(part) for part in loc)
+                entry: object = doc.data
+                for part in loc:
+                    entry = entry.get(part) if isinstance(entry, dict) else None
+                # at `provider:` in a mapping; `openai:gpt-4o` written as one string is said as itself
+                warnings.append(doc.problem((*loc, "provider") if isinstance(entry, dict) else loc, (
+                    f"no API key: {variable} is not set and {written}.api_key is not written: a test that calls "
+                    "this model will be an error (answers in the replay cache need none)")))
+            spec, loc = spec.fallback, (*loc, "fallback")
+    return warnings
 
 
 def unpriced_models(suite: LoadedSuite) -> list[Problem]:

@@ -98,6 +98,7 @@ def load_plan(
     plan.warnings += [*secrets.warnings, *said]
     if project.doc is not None:
         plan.warnings += model_secret_warnings(project.doc, secrets)
+        plan.warnings += _lint.keyless_models(project.doc, project.spec.models)
     project_asserts = _project_assertions(project, problems)
     named: dict[str, LoadedSuite] = {}
     for path in files:
@@ -206,6 +207,7 @@ def _load_suite(
     warnings.extend(_lint.unpriced_models(suite))
     warnings.extend(_lint.missing_tls_files(suite))
     warnings.extend(model_secret_warnings(doc, secrets))
+    warnings.extend(_lint.keyless_models(doc, spec.models))
     suite.broken_packs = _check_packs(spec.packs, doc, problems)
 
     suite_asserts: list[Assertion] = []

@@ -102,10 +102,33 @@ def load_targets(
             problems.extend(problems_from(exc, doc, cls.Spec, loc, owner=f"{kind} target"))
             continue
         url = getattr(loaded[name], "url", None)  # every target type's, a plug-in's too
-        if isinstance(url, str) and (wrong := url_problem(url)) is not None:
+        if isinstance(url, str) and (wrong := url_problem(url) or _env_url_problem(url)) is not None:
             problems.append(doc.problem((*loc, "url"), wrong))
             del loaded[name]
     return loaded
+
+def _env_url_problem(url: str) -> str | None:
+    """What makes `url` unsendable once its `{{env.X}}` are filled in, said with what they made: `SHOP_URL=
+    127.0.0.1:8080` was each test's error at run time (exit 3) with no place. Judged only when every template
+    is an environment variable that is set (a secret's value is never shown; an unset one is said apart)."""
+    found = list(references(url))
+    if not found or any(problem or not expr.startswith("env.") or expr[4:] not in os.environ
+                        for expr, problem in found):
+        return None
+    from tamesu.errors import TemplateError
+    from tamesu.suite.templates import Context
+
+    try:  # as the run makes it: a value in `user:password@` percent-encoded
+        made = Context(env=dict(os.environ)).render_url(url)
+    except TemplateError:
+        return None
+    wrong = url_problem(made)
+    if wrong is None:
+        return None
+    from tamesu.net.urls import shown_url
+
+    return f"{' and '.join('{{' + e + '}}' for e, _ in found)} made it {shown_url(made)!r}: {wrong}"
+
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 CARD_TIMEOUT = 5.0

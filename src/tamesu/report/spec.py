@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +51,11 @@ def parse_reports(text: str | list[str], base: Path | None = None) -> list[Repor
         try:
             takes_path = format_of(kind).default_file is not None
         except UnknownReport:
-            raise ReportSpecError(f"unknown report {kind!r} in {entry!r} (one of {', '.join(known())})") from None
+            # `jsn`: the format it is near first; the entry quoted only when it holds more than the name
+            close = difflib.get_close_matches(kind.lower(), known(), n=1)
+            near = f"did you mean {close[0]!r}? " if close else ""
+            written = f" in {entry!r}" if entry != kind else ""
+            raise ReportSpecError(f"unknown report {kind!r}{written} ({near}one of {', '.join(known())})") from None
         except plugins.PluginError as exc:
             raise ReportSpecError(str(exc)) from None
         path = path.strip()

@@ -148,6 +148,13 @@ def problems_from(
     prefix: tuple[object, ...] = (),
     owner: str = "",
 ) -> list[Problem]:
+    return [doc.problem((*prefix, *where), message, key=at_key)
+            for where, message, at_key in said_of(exc, model, owner or model.__name__.lower())]
+
+
+def said_of(exc: ValidationError, model: type[BaseModel], owner: str) -> list[tuple[tuple[object, ...], str, bool]]:
+    """Each problem of `exc` as (the path written, the words, whether it is said at the key): what
+    `problems_from` places in a document, and an assertion's options (`checks._parse`) say the same way."""
     grouped: dict[tuple[object, ...], list[tuple[dict[str, Any], str | None]]] = {}
     for error in _mapping_meant_for_a_model(exc.errors()):
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and p.startswith("function-")))
@@ -155,20 +162,31 @@ def problems_from(
         member = next((str(p) for p in reversed(loc) if p in _MEMBERS), None)
         loc = tuple(p for p in loc if p not in _MEMBERS)
         grouped.setdefault(loc, []).append((dict(error), member))
-    problems: list[Problem] = []
+    said: list[tuple[tuple[object, ...], str, bool]] = []
     for where, errors in grouped.items():
         members = [member for _, member in errors if member is not None]
+        if _list_meant_for_a_list(where, errors, grouped):
+            continue
         if len(members) > 1 and len(members) == len(errors):
             # one value each member of a union refused (`skip: 5`): one line, not one per member
-            problems.append(doc.problem((*prefix, *where), _union_message(errors[0][0].get("input"), members)))
+            said.append((where, _union_message(errors[0][0].get("input"), members), False))
             continue
         # a mapping's key refused (an HTTP header's name): pydantic ends the path `[key]`; said at the key
         named = bool(where) and where[-1] == "[key]"
         at = where[:-1] if named else where
         for detail, _ in errors:
-            message = _message(detail, model, at, owner or model.__name__.lower())
-            problems.append(doc.problem((*prefix, *at), message, key=named or detail["type"] == "extra_forbidden"))
-    return problems
+            message = _message(detail, model, at, owner)
+            said.append((at, message, named or detail["type"] == "extra_forbidden"))
+    return said
+
+
+def _list_meant_for_a_list(where: tuple[object, ...], errors: list[tuple[dict[str, Any], str | None]],
+                           grouped: Mapping[tuple[object, ...], object]) -> bool:
+    """A list written where `str | list[str]` is expected (`not_contains: [1, 2]`) was meant for the list member:
+    the text member's "should be a valid string" of the whole list is noise beside the items' own problems."""
+    return (all(member is not None and isinstance(error.get("input"), list) and str(error["type"]).endswith("_type")
+                for error, member in errors)
+            and any(len(other) > len(where) and other[:len(where)] == where for other in grouped))
 
 
 def _model_names() -> set[str]:
@@ -232,7 +250,7 @@ def as_written(found: object) -> str:
 _MAPPING = "{...}"
 _NOT_A_MAPPING = {"model_type", "model_attributes_type", "dict_type"}
 _MEMBERS = {"str": "text", "int": "a whole number", "float": "a number", "bool": "a boolean (true, false)",
-            "list[int]": "a list of whole numbers", _MAPPING: "a mapping of keys"}
+            "list[int]": "a list of whole numbers", "list[str]": "a list of texts", _MAPPING: "a mapping of keys"}
 
 
 def _union_message(found: object, members: list[str]) -> str:

@@ -232,8 +232,8 @@ def _parsed(text: str, path: Path, shown: str) -> Document:
         what = (exc.problem or exc.context or "invalid YAML").strip()
         opened = exc.context_mark if exc.problem_mark is not None else None
         where = f" at line {opened.line + 1}, column {opened.column + 1}" if opened is not None else ""
-        raise ConfigError([Problem(shown, line, col, "", f"YAML syntax error: {_short(what)}{_hint(what, where)}")]) \
-            from None
+        hint = _hint(what, where, lines_before=opened is not None and opened.line + 1 < line)
+        raise ConfigError([Problem(shown, line, col, "", f"YAML syntax error: {_short(what)}{hint}")]) from None
     except ReaderError as exc:
         line, col = line_col(text, exc.position)
         raise ConfigError([Problem(shown, line, col, "", f"cannot read the file: {_short(str(exc.reason))}")]) \
@@ -305,9 +305,12 @@ _HINTS = (
 """The parser's words for the usual slips, and what to change (its words alone name its own grammar)."""
 
 
-def _hint(what: str, where: str) -> str:
+def _hint(what: str, where: str, *, lines_before: bool = False) -> str:
     """What to change for the parser's words `what`; `where` (` at line 6, column 18`) is where the construct the
-    parser was in began (an unclosed quote or bracket)."""
+    parser was in began (an unclosed quote or bracket), `lines_before` when that is on an earlier line."""
+    if lines_before and "<stream end>" not in what and (closing := re.search(r"expected ',' or '([}\]])'", what)):
+        # a '}' left out where more follows (the next `- item`): the parser stops a line late, at what follows
+        return f" (a {'{' if closing.group(1) == '}' else '['!r} opened{where} is not closed before this)"
     return next((f" ({hint.format(where=where)})" for words, hint in _HINTS if words in what), "")
 
 

@@ -58,16 +58,20 @@ class TurnReader:
                              completed_at_ms=answer.completed_at_ms, calls=read.tool_calls)
         turn = self.turn(text=self._reply_text(answer.body), raw=[answer.body], scan=[answer.body],
                          status=answer.status, sent_at_ms=answer.sent_at_ms, completed_at_ms=answer.completed_at_ms)
-        if not turn.text and not turn.tool_calls and not turn.ended and answer.status < 400 \
+        if not turn.text and not turn.ended and answer.status < 400 \
                 and isinstance(answer.body, dict | list) and not values(self.spec.response.text, answer.body):
             # "the agent said nothing" would hide that tamesu looked in the wrong place
             message = (f"response.text ({self.spec.response.text}) found nothing in the JSON answer; "
                        f"{describe_keys(answer.body)}")
-            if "text" in self.spec.response.model_fields_set:
+            written = "text" in self.spec.response.model_fields_set
+            if written and not turn.tool_calls:
                 raise TurnError(f"{message}: set response.text to the field with the reply", raw=answer.body,
                                 status=answer.status)
-            # not set (a helper agent answering with data, `tamesu test -n URL`): said, not failed
-            self._session().event("text_not_found", path=self.spec.response.text, note=message)
+            # not set (a helper agent answering with data, `tamesu test -n URL`): said, not failed; nor is a turn
+            # of tool calls alone, which may leave the reply's key out, but a path the user wrote that no answer
+            # holds ($.replyy) is said, where `contains` would only say the agent said nothing
+            if written or not turn.tool_calls:
+                self._session().event("text_not_found", path=self.spec.response.text, note=message)
         return turn
 
     def _reply_text(self, body: object) -> str:
