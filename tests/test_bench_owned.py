@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from lifeline import tied
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
@@ -38,8 +40,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_bench_script_killed_by_sigkill_takes_its_agent_with_it() -> None:
-    bench = subprocess.Popen([sys.executable, str(BENCH / "turn_calls.py"), "--workload", "rest", "--small", "50",
-                              "--large", "400", "--at-once", "10"],
+    bench = subprocess.Popen(tied([sys.executable, str(BENCH / "turn_calls.py"), "--workload", "rest", "--small", "50",
+                                    "--large", "400", "--at-once", "10"]),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     agent = None
     try:
