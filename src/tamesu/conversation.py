@@ -97,6 +97,11 @@ class Handoff(BaseModel):
     summary: str | None = None
 
 
+def _unset(value: bool) -> bool:
+    """A flag left out of the file when false: every reply not cut reads as it did."""
+    return not value
+
+
 class TurnAudio(BaseModel):
     """The audio of one exchange on the session's timeline (ms), for audio targets: what the user said and
     when it was sent, when the agent's reply played (on the playback clock), and what each side heard."""
@@ -113,6 +118,9 @@ class TurnAudio(BaseModel):
     agent_to_ms: float | None = None
     agent_said: str | None = None
     """What tamesu's speech-to-text heard in the agent's audio."""
+    agent_said_cut: bool = Field(False, exclude_if=_unset)
+    """Whisper's decoding of the reply stopped at its token bound (`tamesu.audio.stt.token_bound`), not at the end of
+    what was said: `agent_said` may repeat a phrase it looped on, and misses what followed. Written only when true."""
     agent_audio_ms: float = 0.0
     """How much agent audio this reply played."""
     interrupted_at_ms: float | None = None

@@ -60,16 +60,34 @@ class Hearing:
             heard = await stt.transcribe_off_loop(clip, origin)
             if self._heard_parts.get(id(turn)) == len(parts):  # not overtaken by a later, longer hearing
                 turn.agent_said = heard.text
+                turn.agent_said_cut = heard.cut
+                self._said_cut(heard, clip, origin)
 
         self._tasks.append(asyncio.create_task(hear()))
 
     def _note(self) -> None:
         self._log.append({"at_ms": round(self.session.now_ms(), 1), "during_call": self.in_call})
 
-    async def now(self, clip: Clip, offset_ms: float = 0.0) -> str:
-        """The agent's words in `clip` now."""
+    async def now(self, clip: Clip, offset_ms: float = 0.0, turn: TurnAudio | None = None) -> str:
+        """The agent's words in `clip` now (a reply of `turn`'s, which is marked when Whisper's bound cut them)."""
         self._note()
-        return (await stt.transcribe_off_loop(clip, offset_ms)).text
+        heard = await stt.transcribe_off_loop(clip, offset_ms)
+        if heard.cut and turn is not None:
+            turn.agent_said_cut = True
+        self._said_cut(heard, clip, offset_ms)
+        return heard.text
+
+    def _said_cut(self, heard: stt.Transcription, clip: Clip, offset_ms: float) -> None:
+        """A transcription Whisper's token bound stopped is said (`transcription_bounded`): its words may repeat a
+        phrase it looped on, and what was said after the loop is missing."""
+        if heard.cut:
+            seconds = clip.duration_ms / 1000
+            bound = stt.token_bound(seconds)
+            self.session.event("transcription_bounded", from_ms=round(offset_ms, 1),
+                               heard_ms=round(clip.duration_ms, 1), tokens=bound,
+                               note=f"Whisper's decoding of {seconds:.1f}s of the agent's speech stopped at its bound "
+                                    f"({bound} tokens): the text may repeat a phrase it looped on, and misses what "
+                                    f"was said after it")
 
     async def by(self, clip: Clip, offset_ms: float, until: float | None, bound: str,
                  current: Callable[[], TurnAudio | None]) -> str | None:
@@ -78,12 +96,12 @@ class Hearing:
         if clip.duration_ms < 200:
             return ""
         if until is None:
-            return await self.now(clip, offset_ms)
+            return await self.now(clip, offset_ms, current())
         left = until - time.monotonic()
         try:
             if left <= 0:
                 raise TimeoutError
-            return await asyncio.wait_for(self.now(clip, offset_ms), left)
+            return await asyncio.wait_for(self.now(clip, offset_ms, current()), left)
         except TimeoutError:
             cut_ms = round(clip.duration_ms, 1)
             turn = current()

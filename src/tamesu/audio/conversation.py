@@ -398,7 +398,7 @@ class AudioConversation:
     async def transcribe_now(self, clip: Clip, offset_ms: float = 0.0) -> str:
         """The agent's words in `clip` now, for a target that needs them during the call (its turn's text),
         counted with the other transcriptions in the `audio` event."""
-        return await self._hearing.now(clip, offset_ms)
+        return await self._hearing.now(clip, offset_ms, self._current)
 
     async def transcribe_by(self, clip: Clip, offset_ms: float, until: float | None, *,
                             bound: str = "in the wait_for's time") -> str | None:

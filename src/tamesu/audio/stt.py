@@ -8,7 +8,8 @@ speech worker process (`tamesu.audio.pool`), so the model is loaded there, once 
 
 Decoding is greedy at temperature 0 only: faster-whisper's default falls back to sampling at higher
 temperatures when an answer looks unsure, which is unseeded, so the same audio could be heard two ways. Its
-length is bounded by the clip's (`token_bound`): greedy decoding can loop on a phrase.
+length is bounded by the clip's (`token_bound`): greedy decoding can loop on a phrase. A transcription the bound
+stopped says so (`Transcription.cut`): its words may end in the loop, and what was said after it is missing.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class Segment:
 class Transcription:
     text: str
     segments: list[Segment] = field(default_factory=list)
+    cut: bool = False
+    """The decoding of a window stopped at its token bound (`token_bound`), not at the end of what was said: the
+    text may repeat a phrase Whisper looped on, and the words after it are missing."""
 
 
 def model() -> Any:
@@ -77,6 +81,18 @@ def token_bound(seconds: float) -> int:
     return min(MAX_NEW_TOKENS, TOKENS_LEAD + math.ceil(min(seconds, 30.0) * TOKENS_PER_S))
 
 
+def max_new_tokens(bound: int) -> int:
+    """faster-whisper's `max_new_tokens` that has a window decoded to `bound` tokens at most. CTranslate2 decodes
+    at most half of the prompt and max_new_tokens together (models/whisper.cc: `min(total / 2, total - prompt)`,
+    so 448, Whisper's context, gives its 224): passed `bound` itself, a 5.3 s clip was cut at 40 tokens, not 80,
+    and fast speech of 45 tokens came within 3 of its bound. The prompt here is one token (start of transcript:
+    timestamps on, no previous text)."""
+    return 2 * bound - _PROMPT_TOKENS
+
+
+_PROMPT_TOKENS = 1
+
+
 def transcribe(clip: Clip, offset_ms: float = 0.0) -> Transcription:
     """What was said in `clip`, with segment times on the caller's timeline (`offset_ms` is the clip's start).
     Blocking: call it in a worker thread."""
@@ -84,12 +100,24 @@ def transcribe(clip: Clip, offset_ms: float = 0.0) -> Transcription:
     if audio.size < WHISPER_RATE // 10:
         return Transcription("")
     whisper = model()
+    bound = token_bound(audio.size / WHISPER_RATE)
     with _run_lock:
         found, _info = whisper.transcribe(audio, language="en", beam_size=1, vad_filter=False,
                                           condition_on_previous_text=False, temperature=0.0,
-                                          max_new_tokens=token_bound(audio.size / WHISPER_RATE))
-        segments = [Segment(offset_ms + s.start * 1000, offset_ms + s.end * 1000, s.text.strip()) for s in found]
-    return Transcription(" ".join(s.text for s in segments if s.text).strip(), segments)
+                                          max_new_tokens=max_new_tokens(bound))
+        found = list(found)
+    segments = [Segment(offset_ms + s.start * 1000, offset_ms + s.end * 1000, s.text.strip()) for s in found]
+    return Transcription(" ".join(s.text for s in segments if s.text).strip(), segments, _bound_reached(found, bound))
+
+
+def _bound_reached(found: list[Any], bound: int) -> bool:
+    """Whether a window's decoding stopped at `bound`: its segments (faster-whisper's, one window's sharing a
+    `seek`) hold every token it decoded, timestamps included, unless the window was decoded again from its last
+    timestamp (then what the bound left off was heard in the next window, not lost)."""
+    decoded: dict[int, int] = {}
+    for segment in found:
+        decoded[segment.seek] = decoded.get(segment.seek, 0) + len(segment.tokens)
+    return any(n >= bound for n in decoded.values())
 
 
 async def transcribe_off_loop(clip: Clip, offset_ms: float = 0.0) -> Transcription:

@@ -373,8 +373,8 @@ def _lines(exchanges: list[Exchange], cut: TurnRecord | None = None) -> list[Tra
                    if audio else {})))
         lines.append(TranscriptLine(
             role="agent", text=e.agent.text, turn=e.index, at_ms=e.agent.completed_at_ms,
-            **({"from_ms": audio.agent_from_ms, "to_ms": audio.agent_to_ms, "heard": audio.agent_said}
-               if audio else {})))
+            **({"from_ms": audio.agent_from_ms, "to_ms": audio.agent_to_ms, "heard": audio.agent_said,
+                "heard_cut": audio.agent_said_cut} if audio else {})))
     if cut is not None and cut.user is not None:
         lines.append(TranscriptLine(role="user", text=cut.user.display(), turn=cut.index, at_ms=cut.agent.sent_at_ms,
                                     cut=cut.cut))

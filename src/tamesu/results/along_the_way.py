@@ -46,6 +46,8 @@ NOTABLE: dict[str, tuple[str, str, str]] = {
                       "not ready)"),
     "transcription_cut": ("agent utterance", "agent utterances", "heard but not transcribed in time (a wait_for's, "
                           "or turn_timeout after they were heard out)"),
+    "transcription_bounded": ("agent utterance", "agent utterances", "transcribed only up to Whisper's token bound "
+                              "(it looped on a phrase: the words after it are missing)"),
     "audio_slow_pace": ("agent reply", "agent replies", "streamed at a usual sample rate's fraction of real time"),
     "chat_unread": ("chat turn", "chat turns", "followed by widget messages no turn read (a greeting the widget "
                     "writes late reads each answer a turn late: chat.greeting)"),

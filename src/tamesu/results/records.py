@@ -116,6 +116,9 @@ class TranscriptLine(BaseModel):
     to_ms: float | None = None
     heard: str | None = None
     """Audio targets: a user line's text as the agent transcribed it; an agent line's as tamesu heard it."""
+    heard_cut: bool = Field(False, exclude_if=_unset)
+    """An agent line's `heard` stopped at Whisper's token bound (a phrase looped on, what followed missing:
+    `TurnAudio.agent_said_cut`). Written only when true."""
     cut: str | None = Field(None, exclude_if=_unsaid)
     """A user line the test's timeout cut short while the agent answered it (why): no agent line follows."""
 
