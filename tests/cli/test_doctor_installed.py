@@ -35,7 +35,7 @@ def test_doctors_table_is_pyprojects_extras_and_all_is_every_one_but_embeddings(
 
 def test_doctor_says_what_is_missing_and_the_one_command_that_adds_it(tmp_path: Path) -> None:
     # the machine has everything: hide the browser and otel extras' modules and every system binary
-    hidden = ["playwright", "pixelmatch", "opentelemetry.sdk", "opentelemetry.exporter"]  # (opentelemetry.proto: core)
+    hidden = ["playwright", "numpy", "opentelemetry.sdk", "opentelemetry.exporter"]  # (opentelemetry.proto: core)
     hide = hiding(tmp_path, *hidden)
     (tmp_path / "bin").mkdir()
     (tmp_path / "tamesu.yaml").write_text("")
@@ -49,7 +49,7 @@ def test_doctor_says_what_is_missing_and_the_one_command_that_adds_it(tmp_path: 
                           text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr  # a missing option is a warning, never a failure
     lines = done.stdout.splitlines()
-    assert "warn  extra browser: missing playwright, pixelmatch (browser targets); add it: pip install " \
+    assert "warn  extra browser: missing playwright, numpy (browser targets); add it: pip install " \
         "'tamesu[browser]'" in lines
     assert "warn  extra otel: missing opentelemetry-sdk, opentelemetry-exporter-otlp-proto-http (tamesu's own " \
         "OpenTelemetry spans); add it: pip install 'tamesu[otel]'" in lines

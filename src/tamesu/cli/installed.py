@@ -36,7 +36,7 @@ EXTRAS = [
            # the standard library's to 3.12, so missing only from 3.13 without the package
            "audioop": "audioop-lts"}),  # Silero VAD's ONNX file comes inside faster-whisper
     Extra("browser", "browser targets", {"playwright": "playwright", "axe_playwright_python": "axe-playwright-python",
-                                         "pixelmatch": "pixelmatch", "PIL": "pillow"}),
+                                         "numpy": "numpy", "PIL": "pillow"}),
     Extra("store", "the results store on PostgreSQL; SQLite needs nothing", {"psycopg": "psycopg[binary]"}),
     Extra("otel", "tamesu's own OpenTelemetry spans", {"opentelemetry.sdk": "opentelemetry-sdk",
                                                        "opentelemetry.exporter.otlp.proto.http":

@@ -45,7 +45,7 @@ STEP_OPTION = "browser_step"
 
 def missing_extra() -> str | None:
     """One line naming the extra when Playwright is not installed."""
-    for package in ("playwright", "pixelmatch", "axe_playwright_python", "PIL"):
+    for package in ("playwright", "numpy", "axe_playwright_python", "PIL"):
         try:
             found = importlib.util.find_spec(package) is not None
         except (ImportError, ValueError):

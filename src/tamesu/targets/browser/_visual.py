@@ -1,5 +1,5 @@
-"""`visual`: a screenshot against a baseline kept beside the suite (`__visual__/NAME.png`), compared with
-pixelmatch; `--update-golden` writes the baseline instead."""
+"""`visual`: a screenshot against a baseline kept beside the suite (`__visual__/NAME.png`), compared by
+pixelmatch's rules (`_pixels`, numpy); `--update-golden` writes the baseline instead."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ BASELINES = "__visual__"
 
 
 async def compare(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, object]:
-    from PIL import Image, ImageChops
-    from pixelmatch.contrib.PIL import pixelmatch
+    from PIL import Image
+
+    from tamesu.targets.browser._pixels import compare as count_pixels
 
     assert step.name is not None
     if step.selector is not None:
@@ -40,14 +41,7 @@ async def compare(env: PageEnv, step: ActionStep, timeout: float) -> dict[str, o
         raise StepFailed(f"visual {step.name}: the screenshot is {actual.size[0]}x{actual.size[1]}, the baseline "
                          f"{expected.size[0]}x{expected.size[1]}")
     total = actual.size[0] * actual.size[1]
-    # pixelmatch is pure Python: compare only the box where any pixel differs (often none, or a small part)
-    box = ImageChops.difference(expected, actual).getbbox(alpha_only=False)
-    diff = Image.new("RGBA", actual.size)
-    differing = 0
-    if box is not None:
-        crop_diff = Image.new("RGBA", (box[2] - box[0], box[3] - box[1]))
-        differing = pixelmatch(expected.crop(box), actual.crop(box), crop_diff, threshold=step.pixel_threshold)
-        diff.paste(crop_diff, box[:2])
+    differing, diff = count_pixels(expected, actual, step.pixel_threshold)
     share = differing / total
     record = {"pixels": differing, "share": round(share, 6), "threshold": step.threshold}
     if share > step.threshold:
