@@ -99,6 +99,7 @@ tests:
     steps:
       - {{ goal: Walk to the last page, max_steps: 4 }}
       - expect: the last page
+      - {{ action: navigate, url: "http://shop:{PASSWORD}@{address}/" }}
 """)
     done = run_tamesu(["run", "s.tamesu.yaml", "--out", "out"], cwd=tmp_path, timeout=180,
                       env={"TAMESU_BROWSER_CDP_URL": shared_chromium})
@@ -106,7 +107,7 @@ tests:
     assert done.returncode == 0, said
     wanted = "Basic " + base64.b64encode(f"shop:{PASSWORD}".encode()).decode()
     # Chromium asks without credentials first, and sends them on the 401's challenge
-    assert [path for path, header in staging.seen if header == wanted] == ["/", "/next", "/last"], staging.seen
+    assert [path for path, header in staging.seen if header == wanted] == ["/", "/next", "/last", "/"], staging.seen
     sent = json.dumps([c.body for c in model.calls()])
     assert len(model.calls()) == 4
     assert PASSWORD not in sent, sent[sent.index(PASSWORD) - 200:sent.index(PASSWORD) + 50]

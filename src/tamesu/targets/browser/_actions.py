@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from playwright.async_api import BrowserContext, Frame, Locator, Page, Request, Route
 from playwright.async_api import Error as PlaywrightError
@@ -224,6 +224,10 @@ async def navigate(env: PageEnv, url: str, *, timeout: float, written: bool = Tr
         raise StepFailed(f"navigate: {shown} is outside allowed_domains ({', '.join(env.spec.allowed_domains)})")
     if written and (userinfo := userinfo_of(url)) and (origin := origin_of(url)) is not None:
         env.userinfo[origin] = userinfo
+        # a credential whether or not the suite declared it a secret: masked in whatever records the step (its
+        # line in the transcript, the step's own keys), as a declared secret is
+        if password := userinfo.partition(":")[2]:
+            env.session.redactor.add(unquote(password))
     pending: dict[Request, None] = {}  # a dict keeps the order they were asked for
 
     def asked(request: Request) -> None:
