@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tamesu.net.urls import shown_url
+from tamesu.net.urls import shown_url, userinfo_restored
 
 
 @pytest.mark.parametrize(("url", "query", "shown"), [
@@ -23,3 +23,20 @@ def test_a_url_is_named_without_its_password(url: str, query: bool, shown: str) 
 def test_the_mask_is_applied_to_what_is_shown() -> None:
     assert shown_url("http://127.0.0.1/x?t=sekret", lambda text: text.replace("sekret", "***"), query=True) == \
         "http://127.0.0.1/x?t=***"
+
+
+KNOWN = {"http://127.0.0.1:8000": "shop:pw-123"}
+
+
+@pytest.mark.parametrize(("written", "opened"), [
+    ("http://***@127.0.0.1:8000/next", "http://shop:pw-123@127.0.0.1:8000/next"),  # the url it saw, copied
+    ("http://127.0.0.1:8000/last?q=1", "http://shop:pw-123@127.0.0.1:8000/last?q=1"),  # no userinfo
+    ("HTTP://127.0.0.1:8000/", "http://shop:pw-123@127.0.0.1:8000/"),
+    ("http://***@127.0.0.1:8001/next", "http://***@127.0.0.1:8001/next"),  # another port: another origin
+    ("https://127.0.0.1:8000/", "https://127.0.0.1:8000/"),  # another scheme
+    ("http://evil.example/?to=127.0.0.1:8000", "http://evil.example/?to=127.0.0.1:8000"),
+    ("http://own:pw@127.0.0.1:8000/", "http://own:pw@127.0.0.1:8000/"),  # the model's own: kept
+    ("http://127.0.0.1:99999/", "http://127.0.0.1:99999/"),
+])
+def test_the_browser_agents_url_gets_the_suites_credentials_on_their_origin_only(written: str, opened: str) -> None:
+    assert userinfo_restored(written, KNOWN) == opened

@@ -5,12 +5,20 @@ a password holding a `/` is sent whole."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from agents.fixtures import RunningAgents, rest_agents
 
@@ -113,4 +121,48 @@ tests:
     said = result.stdout + result.stderr
     assert result.returncode == 1, said
     assert f"waiting for a post to http://***@127.0.0.1:{port}/hook" in said, said
+    _unsaid("hunter2-pw", said, tmp_path / "out")
+
+
+def _ticker() -> Any:
+    """A callback agent that answers "Working on: X", then posts a tick unasked every 0.3s for 6s: more after its
+    answer than a turn may last."""
+
+    async def bot(request: Request) -> Response:
+        callback = str((await request.json())["callback"])
+
+        async def post() -> None:
+            async with httpx.AsyncClient(timeout=5) as client:
+                await client.post(callback, json={"text": "Working on: it"})
+                for n in range(20):
+                    await asyncio.sleep(0.3)
+                    await client.post(callback, json={"text": f"tick {n}"})
+
+        return JSONResponse({"accepted": True}, background=BackgroundTask(post))
+
+    return Starlette(routes=[Route("/bot", bot, methods=["POST"])])
+
+
+def test_a_wait_for_whose_later_posts_outlast_the_turn_names_the_listener_without_its_password(
+        tamesu: Callable, tmp_path: Path, serve: Any) -> None:
+    # a wait_for hears the agent's first unasked post, and its posts go on past turn_timeout: the line names the
+    # listener as the transport event does (`unasked`; before b214d6df it kept `hook:hunter2-pw@`)
+    agent = serve(_ticker())
+    port = _free_port()
+    (tmp_path / "suite.yaml").write_text(f"""\
+targets:
+  bot:
+    type: rest
+    url: "{agent.url}/bot"
+    request: {{ body: {{ text: "{{{{message}}}}", callback: "{{{{listen.url}}}}" }} }}
+    response: {{ listen: {{ addr: "127.0.0.1:{port}", url: "http://hook:hunter2-pw@127.0.0.1:{port}/hook",
+                          path: /hook, idle: 2s, done: {{ path: $.text, equals: "Working on: it" }} }} }}
+    turn_timeout: 2s
+tests:
+  - {{ name: ticking, target: bot, scenario: {{ script: [ {{ say: it }}, {{ wait_for: finished, timeout: 10s }} ] }} }}
+""")
+    result = tamesu(["run", "suite.yaml", "--out", "out", "--color", "never"], cwd=tmp_path)
+    said = result.stdout + result.stderr
+    assert result.returncode == 1, said
+    assert f"turn timed out after 2s (waiting for a post to http://***@127.0.0.1:{port}/hook)" in said, said
     _unsaid("hunter2-pw", said, tmp_path / "out")

@@ -68,3 +68,42 @@ def userinfo_hidden(text: str) -> str:
     """`text` (a library's error line, which quotes the URL it was given) with the `user:password@` of every URL in
     it as `***@`, as `shown_url` names one."""
     return _USERINFO_IN_TEXT.sub(r"\1***@", text)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+def origin_of(url: str) -> str | None:
+    """`scheme://host:port` of `url` (its default port written out, so `http://a` and `http://a:80` are one
+    origin), or None for a URL with no host or no valid port."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if not parts.hostname or scheme not in _DEFAULT_PORTS:
+        return None
+    return f"{scheme}://{parts.hostname}:{port or _DEFAULT_PORTS[scheme]}"
+
+
+def userinfo_of(url: str) -> str:
+    """The `user:password` written in `url` ('' for none)."""
+    try:
+        netloc = urlsplit(url).netloc
+    except ValueError:
+        return ""
+    return netloc.rpartition("@")[0]
+
+
+def userinfo_restored(url: str, known: dict[str, str]) -> str:
+    """`url` as a model wrote it, from a page's url it saw with its userinfo hidden (`***@`) or written without
+    any, with the `user:password` the suite wrote for that origin (`known`, by `origin_of`) put back: the model
+    never sees a credential and the page it names still opens. Another origin, or a userinfo of the model's own,
+    is left as written: a credential goes only where the suite sent it."""
+    origin = origin_of(url)
+    if origin is None or origin not in known or userinfo_of(url) not in ("", "***"):
+        return url
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{known[origin]}@{host}").geturl()

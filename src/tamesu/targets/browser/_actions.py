@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from playwright.async_api import BrowserContext, Frame, Locator, Page, Request, Route
 from playwright.async_api import Error as PlaywrightError
@@ -22,7 +22,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 from tamesu.conversation import Session
 from tamesu.errors import InfraError
 from tamesu.matching import one_line, quoted
-from tamesu.net.urls import userinfo_hidden
+from tamesu.net.urls import origin_of, userinfo_hidden, userinfo_of
 from tamesu.targets.browser._browser import _first_line
 from tamesu.targets.browser._calls import Calls
 from tamesu.targets.browser._frames import NoFrame, find_frame, iframe_hint
@@ -64,6 +64,9 @@ class PageEnv:
     """The longest an answer took to show from when the widget had the turn before's words (the first turn's own,
     for the first): a widget whose late greeting was read as turn 1's answer shows each answer about that long
     after the turn it answers, one turn late."""
+    userinfo: dict[str, str] = field(default_factory=dict)
+    """The `user:password` the suite wrote in a url it opened (the target's, a navigate step's), by origin: put
+    back into a url the browser agent names on that origin (`userinfo_restored`), as it never sees it."""
 
 
 def host_allowed(url: str, allowed: list[str]) -> bool:
@@ -131,15 +134,16 @@ async def one_element(env: PageEnv, step: ActionStep, verb: str) -> Locator:
     return locator
 
 
-async def run_action(env: PageEnv, step: ActionStep, number: int) -> dict[str, Any]:
-    """Do one action; returns `{result?, detail}` for the step's record."""
+async def run_action(env: PageEnv, step: ActionStep, number: int, *, written: bool = True) -> dict[str, Any]:
+    """Do one action; returns `{result?, detail}` for the step's record. `written`: the suite's step, not the
+    browser agent's (whose url's credentials are not the suite's)."""
     page = env.page
     timeout = _timeout(env, step)
     try:
         match step.action:
             case "navigate":
                 assert step.url is not None
-                await navigate(env, step.url, timeout=max(timeout, env.spec.load_timeout * 1000))
+                await navigate(env, step.url, timeout=max(timeout, env.spec.load_timeout * 1000), written=written)
                 return {"detail": f"at {userinfo_hidden(page.url)}"}
             case "click":
                 locator = await one_element(env, step, "click")
@@ -212,11 +216,18 @@ async def _act(awaitable: Any, verb: str, step: ActionStep) -> None:
                          f"(visible, enabled, stable): {_first_line(exc)}") from None
 
 
-async def navigate(env: PageEnv, url: str, *, timeout: float) -> None:
-    """Go to `url`; outside allowed_domains fails the step, a page that does not load is an InfraError."""
+async def navigate(env: PageEnv, url: str, *, timeout: float, written: bool = True) -> None:
+    """Go to `url`; outside allowed_domains fails the step, a page that does not load is an InfraError.
+    `written`: a url of the suite's, whose `user:password@` is kept for the browser agent's urls to that origin."""
     shown = userinfo_hidden(url)  # never a user:password@ written in it
     if not host_allowed(url, env.spec.allowed_domains):
         raise StepFailed(f"navigate: {shown} is outside allowed_domains ({', '.join(env.spec.allowed_domains)})")
+    if written and (userinfo := userinfo_of(url)) and (origin := origin_of(url)) is not None:
+        env.userinfo[origin] = userinfo
+        # a credential whether or not the suite declared it a secret: masked in whatever records the step (its
+        # line in the transcript, the step's own keys), as a declared secret is
+        if password := userinfo.partition(":")[2]:
+            env.session.redactor.add(unquote(password))
     pending: dict[Request, None] = {}  # a dict keeps the order they were asked for
 
     def asked(request: Request) -> None:

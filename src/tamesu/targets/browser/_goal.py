@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from tamesu.errors import InfraError
 from tamesu.models.base import MessageFile, ModelError, ToolSpec
-from tamesu.net.urls import userinfo_hidden
+from tamesu.net.urls import userinfo_hidden, userinfo_restored
 from tamesu.roles.browser_agent import SNAPSHOT_LIMIT, BrowserAgent, GoalOutcome, Observation
 from tamesu.roles.judge import Judge, JudgeInput, JudgeVerdict, Line
 from tamesu.targets.browser._actions import PageEnv, StepFailed, run_action
@@ -66,7 +66,9 @@ async def observe(env: PageEnv) -> Observation:
     if framed := await inside_frames(page, "aria", env.spec.step_timeout * 1000):
         aria = f"{aria}\n{framed}"
     picture = await _picture(env) if env.spec.vision else None
-    return Observation(url=page.url, title=title, aria=aria, screenshot=picture)
+    # the model's request reaches the replay cache and the run's records: never a user:password@ in it (the
+    # agent's urls on the origin get it back in `pursue`)
+    return Observation(url=userinfo_hidden(page.url), title=title, aria=aria, screenshot=picture)
 
 
 async def _picture(env: PageEnv) -> MessageFile | None:
@@ -97,14 +99,17 @@ async def pursue(env: PageEnv, step: GoalStep, number: int, seed: int, shoot: An
         if name not in AGENT_ACTIONS:
             return False, f"error: there is no action {name!r} (actions: {', '.join(AGENT_ACTIONS)}, done, " \
                           "give_up)", None
+        given = {**args, "action": name}
+        if isinstance(url := args.get("url"), str):  # the page's url it saw had `***@` for the suite's password
+            given["url"] = userinfo_restored(url, env.userinfo)
         try:
-            action = ActionStep.model_validate({**args, "action": name})
+            action = ActionStep.model_validate(given)
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             return False, f"error: bad arguments for {name}: {problems}", None
         env.session.event("browser_agent_action", step=number, agent_step=k, action=name, args=args)
         try:
-            done = await run_action(env, action, number)
+            done = await run_action(env, action, number, written=False)
             outcome, ok = f"ok: {done.get('detail', '')}", True
         except (StepFailed, InfraError) as exc:
             # a link that leads nowhere is something the agent should see and get round, not a broken run

@@ -51,6 +51,7 @@ from tamesu.conversation import AgentTurn, FileRef, Session, TurnError, UserTurn
 from tamesu.errors import InfraError
 from tamesu.net.grpc_channels import PLAINTEXT_TLS, dial_target, tls_on_plaintext
 from tamesu.net.unverified_grpc import UncheckedRelay
+from tamesu.net.urls import shown_url, userinfo_hidden
 from tamesu.plugins import register
 from tamesu.targets.base import Target, TargetSpec
 from tamesu.targets.grpc_turn.events import MAX_EVENTS, TurnEvents
@@ -123,9 +124,11 @@ class GrpcTarget(Target[GrpcSpec]):
         try:
             dial_target(url)
         except ValueError as exc:
-            raise InfraError(f"{self._what}: {session.redactor.text(str(exc))}") from None
+            raise InfraError(f"{self._what}: {userinfo_hidden(session.redactor.text(str(exc)))}") from None
+        # named as every target names its url: never a user:password@ written in it, declared a secret or not
+        shown = shown_url(url, session.redactor.text)
         if self.spec.tls is not None and url.startswith("grpc://"):  # a template's url: said once it is known
-            raise InfraError(f"{self._what}: url {session.redactor.text(url)!r} (from {self.spec.url!r}): "
+            raise InfraError(f"{self._what}: url {shown!r} (from {userinfo_hidden(self.spec.url)!r}): "
                              f"{PLAINTEXT_TLS}")
         self._metadata = metadata({name: context.render_text(value) for name, value in self.spec.headers.items()})
         self.session_id = uuid.uuid4().hex
@@ -134,7 +137,7 @@ class GrpcTarget(Target[GrpcSpec]):
         self._stub = turn_pb2_grpc.TurnServiceStub(self._channel)  # type: ignore[no-untyped-call]  # generated stub, untyped
         if self.spec.mode == "stream":
             self._call = self._stub.Converse(metadata=self._metadata)
-        session.event("transport", url=session.redactor.text(url), mode=self.spec.mode, session_id=self.session_id,
+        session.event("transport", url=shown, mode=self.spec.mode, session_id=self.session_id,
                       service="tamesu.turn.v1.TurnService")
 
     async def close(self) -> None:

@@ -20,7 +20,7 @@ from tamesu.errors import InfraError
 from tamesu.net.grpc_channels import dial_target, grpc_channel, ready
 from tamesu.net.tls import TlsError, TlsSpec
 from tamesu.net.unverified_grpc import UncheckedRelay
-from tamesu.net.urls import REFUSAL_HINTS
+from tamesu.net.urls import REFUSAL_HINTS, shown_url
 from tamesu.suite.schema import ConnectSpec
 
 
@@ -33,7 +33,7 @@ async def dial(url: str, connect: ConnectSpec, session: Session, what: str, max_
     channel's `tls:` block (`grpc_channel`: its trust, `server_name`; `verify: false` through a relay on
     a private Unix socket, returned beside the channel for the caller to close after it)."""
     target, tls = dial_target(url)
-    shown = session.redactor.text(url)
+    shown = shown_url(url, session.redactor.text)  # never a user:password@ written in it, a secret or not
     reason = ""
     options = [("grpc.max_receive_message_length", max_receive)] if max_receive is not None else []
     for attempt in range(1, connect.attempts + 1):
