@@ -69,3 +69,20 @@ async def test_a_failed_type_says_the_type_it_expected() -> None:
     assert found.reason == '$.status is "shipped" (string) in turn 1, expected an integer'
     found = await verdict({"type": {"path": "$.status", "value": "null"}}, RUN)
     assert found.reason.endswith(", expected null")
+
+
+@pytest.mark.parametrize(("raw", "label"), [
+    ({"type": "equals", "path": "$.status", "value": "shipped", "negate": True}, "not equals \"shipped\""),
+    ({"type": "type", "path": "$.status", "value": "string", "negate": True}, "$.status is not string"),
+    ({"json_path": {"path": "$.status", "equals": "shipped"}, "negate": True}, "not json_path {\"path\": \"$.status\", "
+     "\"equals\": \"shipped\"}"),
+])
+async def test_a_negated_jsonl_assertion_says_not_once(raw: dict[str, Any], label: str) -> None:
+    # before: `not equals "shipped": negated: ...` (said twice), and an untyped one said it nowhere (`json_path ...`)
+    from tamesu.jsonl.assertions import to_engine
+    from tamesu.plan.targets import Resolver
+
+    assertion = to_engine(raw, Resolver(models={"judge"}, targets=set()))
+    found = await assertion.check.evaluate(RUN)
+    assert (assertion.label, found.passed) == (label, False), found.reason
+    assert not found.reason.startswith("negated"), found.reason

@@ -256,3 +256,16 @@ def test_an_unreachable_agent_is_an_infrastructure_error(tmp_path: Path) -> None
     assert "! [T002] Expense submission - final confirmation" in done.stdout
     assert "  Error: rest target expense: cannot reach http://127.0.0.1:1/chat" in done.stdout
     assert "  Errors:  1" in done.stdout
+
+
+def test_a_skipped_cases_final_assertions_are_shown_not_evaluated_with_why(expense_agent: ExpenseAgent,
+                                                                          tmp_path: Path) -> None:
+    # before: the records said "not evaluated: the test was skipped", and the HTML report left them out
+    out = tmp_path / "records.jsonl"
+    done = run_test(["-i", "tests/multi-turn.jsonl", "-n", "expense", "-o", str(out), "--out", str(tmp_path)],
+                    env=expense_agent.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _records(out)["T002"]["final_assertions"][0]["reason"] == "not evaluated: the test was skipped"
+    [html_file] = tmp_path.glob("2*/report.html")
+    html = html_file.read_text()
+    assert "1 check not evaluated: the run was skipped (" in html, html

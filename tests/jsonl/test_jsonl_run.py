@@ -426,7 +426,9 @@ async def test_a_target_plays_simulator_and_validator(expense_agent: ExpenseAgen
     assert [t.input for t in record.turns or []] == ["I want to submit an expense", "Business travel, $3500", "Yes"]
     assert [(c.id, c.reached_at_turn) for c in record.checkpoints or []] == [("made", 2), ("judged", 3)]
     assert record.final_assertions is not None
-    assert record.final_assertions[0].reason == "negated: looked for zebra (helper)"
+    # its label says it is negated: its reason does not again (before: `negated: looked for zebra (helper)`)
+    assert (record.final_assertions[0].label, record.final_assertions[0].reason) == (
+        'not agent "says it"', "looked for zebra (helper)")
 
 
 async def test_a_validators_score_and_suggestions_reach_the_records(expense_agent: ExpenseAgent, serve: Any,

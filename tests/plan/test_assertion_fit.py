@@ -410,5 +410,5 @@ def test_a_first_token_on_a_target_whose_replies_come_whole_is_the_suites_not_th
     # `streaming` not set: validate cannot know, and the agent answered plain JSON: said at the run, not blamed
     sniffed = json.loads((run_dir / records["a sniffed answer"]["runs"][0]["dir"] / "result.json").read_text())
     assert sniffed["error"] == (
-        "metric: time_to_first_token_ms_max was not measured: every reply of this run came whole, not "
-        "streamed, so it has no first token (time_to_first_token_ms needs an agent that streams)"), sniffed
+        "metric: time_to_first_token_ms_max was not measured: this agent's replies came whole, not streamed, so "
+        "there is no first token to time"), sniffed

@@ -169,6 +169,12 @@ def test_spans_without_traces_and_a_turn_past_the_script_are_the_suites_not_the_
     [late] = lines["late turn"]["runs"]
     assert (late["status"], late["error"]) == ("error", "contains: on_turn 3 is past the script, which makes 1 "
                                                          "turn"), late
+    # each result is shown beside its turn (`contains (turn 3)`, HTML's `turn 3`): its reason says it once;
+    # a span's own on_turn is not beside it, and is named (before: `not decided: on_turn 3 is past ...`)
+    result = json.loads((run_dir / late["dir"] / "result.json").read_text())
+    assert [(a["name"], a["on_turn"], a["reason"]) for a in result["assertions"]] == [
+        ("contains", 3, "not decided: past the script, which makes 1 turn"),
+        ("span", None, "not decided: on_turn 2 is past the script, which makes 1 turn")], result["assertions"]
 
 
 def test_a_default_span_assertion_without_traces_is_warned_where_written(tmp_path: Path, tamesu) -> None:

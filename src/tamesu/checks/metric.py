@@ -75,8 +75,8 @@ class Metric(Check[MetricSpec]):
             if _came_whole(run, name):
                 # the target may stream (validate could not say no) and this agent's replies did not: there is no
                 # first token to time, which is the suite's asking on this agent, not a slow or silent agent
-                raise SuiteProblem(f"{name} was not measured: every reply of this run came whole, not streamed, so "
-                                   "it has no first token (time_to_first_token_ms needs an agent that streams)")
+                raise SuiteProblem(f"{name} was not measured: this agent's replies came whole, not streamed, so "
+                                   "there is no first token to time")
             close = difflib.get_close_matches(name, list(run.metrics), n=1, cutoff=0.75)
             meant = f"; did you mean {close[0]}?" if close else ""  # a misspelt name is never measured
             return Verdict(passed=False, reason=f"{name} was not measured (measured: {measured}){meant}",

@@ -262,7 +262,9 @@ async def _execute_run(inputs: RunInputs) -> RunOutcome:
             except BudgetExceeded as exc:
                 graded, grading_error, suites, budget_exceeded = [], str(exc), False, True
             result.assertions = [*failures, *graded]
-            if completed is not None:
+            if completed is not None or skipped:
+                # a skipped run's later checks too (a JSONL case's final assertions): counted, so each report
+                # says they were not evaluated, and why, instead of leaving them out
                 result.not_evaluated = planned_checks(test) - len(graded)
             if grading_error:
                 # a judge that could not answer is broken infrastructure, not a verdict on the agent; what the

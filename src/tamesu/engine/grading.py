@@ -98,8 +98,10 @@ async def grade(
             # a turn the script never makes, or what the target never gives: the suite's asking, not the agent's
             # failure (an error, as a missing golden file is)
             suites = suites or f"{assertion.label}: {past}"
+            # every report shows the result beside its turn (`contains (turn 5)`): its reason does not again
+            said = test.past_the_script(assertion, turn_beside=True) or past
             graded.append(AssertionResult(name=assertion.label, passed=False, on_turn=assertion.on_turn,
-                                          reason=f"not decided: {past}"))
+                                          reason=f"not decided: {said}"))
             sources.setdefault("suites", graded[-1])
             continue
         if isinstance(assertion.on_turn, int) and assertion.on_turn > len(view.exchanges):

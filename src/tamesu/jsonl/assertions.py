@@ -165,7 +165,7 @@ def _check(spec: SpecAssertion, resolver: Resolver) -> Any:
         call = {"name": spec.name if spec.name is not None else spec.value, "args": spec.args}
         return _engine({"tool_not_called" if negate else "tool_called": call}, spec)
     inner = _own_check(spec, resolver)
-    return Negated(inner) if negate else inner
+    return Negated(inner, labelled=True) if negate else inner  # its label says it (`not agent ...`, `is not`)
 
 
 def _own_check(spec: SpecAssertion, resolver: Resolver) -> Any:

@@ -128,10 +128,11 @@ class PlannedTest:
     def quarantined(self, today: dt.date) -> bool:
         return self.spec.quarantine is not None and self.spec.quarantine.active(today)
 
-    def past_the_script(self, assertion: Assertion) -> str | None:
-        """Why `assertion` asks for a turn the test's script never makes, or None."""
+    def past_the_script(self, assertion: Assertion, turn_beside: bool = False) -> str | None:
+        """Why `assertion` asks for a turn the test's script never makes, or None; with `turn_beside`, for a
+        result shown beside its own `on_turn` (`contains (turn 5)`), without saying that turn again."""
         turns = None if self.user_factory is not None else scripted_turns(self.spec, self.target)
-        return turn_past(assertion, turns)
+        return turn_past(assertion, turns, turn_beside)
 
     def unfit(self, assertion: Assertion) -> str | None:
         """Why `assertion` reads what this test's target never gives, or None (`plan._fit`)."""
@@ -174,8 +175,10 @@ def turn_asked(assertion: Assertion) -> int | None:
     return None
 
 
-def turn_past(assertion: Assertion, turns: int | None) -> str | None:
+def turn_past(assertion: Assertion, turns: int | None, turn_beside: bool = False) -> str | None:
     turn = turn_asked(assertion)
     if turn is None or turns is None or turn <= turns:
         return None
-    return f"on_turn {turn} is past the script, which makes {turns} turn{'' if turns == 1 else 's'}"
+    said = f"past the script, which makes {turns} turn{'' if turns == 1 else 's'}"
+    # a span's own `on_turn` is not the one shown beside the result: named, as it is alone (an error line)
+    return said if turn_beside and turn == assertion.on_turn else f"on_turn {turn} is {said}"

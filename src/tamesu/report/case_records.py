@@ -185,7 +185,8 @@ def assertion_label(raw: Any) -> str:
     kind = raw.get("type")
     if kind is None:
         key = next((k for k in raw if k not in META_KEYS), "assertion")
-        return raw.get("name") or f"{key} {shown(raw.get(key), 60)}"
+        negate = "not " if raw.get("negate") else ""  # a named one says it in its reason (`negated: ...`)
+        return raw.get("name") or f"{negate}{key} {shown(raw.get(key), 60)}"
     negate = "not " if raw.get("negate") else ""
     if kind == "json_path":
         if "value" in raw:

@@ -226,8 +226,8 @@ class ConsoleReporter:
                     where = f" (turn {failure.on_turn})" if failure.on_turn is not None else ""
                     self._print(Text(f"      ✗ {prefix}{failure.name}{where}: {failure.reason}", style="red"))
                 if run.not_evaluated:
-                    self._print(Text(f"      - {prefix}{not_evaluated(run.not_evaluated, bool(run.error))}",
-                                     style="dim"))
+                    unevaluated = not_evaluated(run.not_evaluated, bool(run.error), run.status == "skipped")
+                    self._print(Text(f"      - {prefix}{unevaluated}", style="dim"))
             if run.dir and (run.error or run.failures or run.status == "inconclusive"):
                 self._print(Text(f"        {run.dir}", style="dim"))
         if faults:

@@ -284,7 +284,8 @@ class _Page:
         else:
             parts.append(self.assertions(detail.assertions))
         if summary.not_evaluated:
-            said = not_evaluated(summary.not_evaluated, bool(summary.error))
+            said = not_evaluated(summary.not_evaluated, bool(summary.error), summary.status == "skipped",
+                                 detail.skip_reason if detail is not None else None)
             parts.append(f'<p class="note not-evaluated">{esc(said)}</p>')
         if detail is not None:  # what the run warned of (its traces that never came), as run.json has it
             parts.extend(f'<p class="note">warning: {esc(w)}</p>' for w in detail.warnings)

@@ -79,7 +79,8 @@ def failure_text(result: TestResult, run: LoadedRun) -> str:
                                                       else "")
                          for item in evidence_to_show(failure.reason, failure.evidence, failure.unsupported_evidence))
         if summary.not_evaluated:
-            lines.append(f"{prefix}{not_evaluated(summary.not_evaluated, bool(summary.error))}")
+            skipped = summary.status == "skipped"
+            lines.append(f"{prefix}{not_evaluated(summary.not_evaluated, bool(summary.error), skipped)}")
         if summary.error or failures:
             lines.append(f"    artifacts: {shown_path(run.dir / summary.dir)}")
     return "\n".join(lines)

@@ -68,7 +68,7 @@ def _why(result: TestResult) -> str:
     said = _reason(failure_reason(result))
     counted = next((run for run in result.runs if run.not_evaluated), None)
     if counted is not None:
-        said += "<br>" + not_evaluated(counted.not_evaluated, bool(counted.error))
+        said += "<br>" + not_evaluated(counted.not_evaluated, bool(counted.error), counted.status == "skipped")
     return said
 
 

@@ -15,9 +15,11 @@ def count_of(number: int, singular: str, plural: str | None = None) -> str:
     return f"{number} {singular if number == 1 else plural or singular + 's'}"
 
 
-def not_evaluated(number: int, error: bool) -> str:
-    """The line that stands for the checks a failed conversation (or an error) kept from being graded."""
-    cause = "the error above" if error else "the conversation failed first"
+def not_evaluated(number: int, error: bool, skipped: bool = False, why: str | None = None) -> str:
+    """The line that stands for the checks a failed conversation (or an error, or a skip: the agent awaited
+    input nobody could give, `why`) kept from being graded."""
+    cause = "the error above" if error else (f"the run was skipped ({why})" if why else "the run was skipped") \
+        if skipped else "the conversation failed first"
     return f"{count_of(number, 'check')} not evaluated: {cause}"
 
 

@@ -175,7 +175,7 @@ def _reason(result: Any) -> str:
     said = esc(failure_reason(result))
     counted = next((run for run in result.runs if run.not_evaluated), None)
     if counted is not None:
-        line = not_evaluated(counted.not_evaluated, bool(counted.error))
+        line = not_evaluated(counted.not_evaluated, bool(counted.error), counted.status == "skipped")
         said += f'<br><span class="not-evaluated">{esc(line)}</span>'
     return said
 
@@ -266,7 +266,7 @@ def _history(history: list[HistoryEntry], trace_url: str | None) -> str:
                 why = fault_said_below(run, run.failures)
                 error += f"<p>fault: <b>{esc(run.fault)}</b>" + ("" if why is None else f": {esc(why)}") + "</p>"
             if run.not_evaluated:
-                said = not_evaluated(run.not_evaluated, bool(run.error))
+                said = not_evaluated(run.not_evaluated, bool(run.error), run.status == "skipped")
                 error += f'<p class="note not-evaluated">{esc(said)}</p>'
             opened = " open" if newest == 0 else ""  # the newest result's transcripts are read first: shown open
             attempt = "" if run.attempt == 1 else f" (attempt {run.attempt})"
