@@ -4,6 +4,7 @@ task, the card's cache headers, and where a remote agent's URL can be used."""
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,21 @@ async def test_a_delegation_given_up_during_a_fuzzed_delay_is_still_a_delegation
     assert given_up.reply == "no answer: the call was given up while fuzz_tools held it (delay 30s)"
     assert group._session.counters["delegations"] == 1
     assert [e.data["state"] for e in group._session.events if e.name == "delegated"] == ["canceled"]
+
+
+async def test_stopping_an_agent_a_fuzzed_delay_holds_logs_nothing(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    # before: a2a-sdk 1.3.0's aclose warned "Dispatcher task is not running" twice (the held task's two queues
+    # closed again by its cancelled producer), and the run's console said "2 records from the libraries"
+    held = {"billing": {"mode": "delay", "delay": "30s"}}
+    caplog.set_level(logging.WARNING)
+    async with agents(tmp_path, {"billing": BILLING}, fuzz=held) as group, \
+            connect(group.urls["billing"]["url"], "JSONRPC", "1.0") as client:
+        with pytest.raises((*REFUSED, TimeoutError, httpx.TimeoutException)):  # the caller gives up after 0.5 s
+            _ = [e async for e in client.send_message(request("refund ORD-1001"),
+                                                      context=ClientCallContext(timeout=0.5))]
+        caplog.clear()
+        await group.stop()  # the delegation still held
+    assert [given_up.state for given_up in group.delegations] == ["canceled"]
+    said = [(r.name, r.getMessage()) for r in caplog.records if r.name.startswith(("a2a", "uvicorn"))]
+    assert said == [], said
