@@ -38,6 +38,14 @@ tests: [ {{ name: t, target: shop, scenario: {{ script: [ {{ say: hi }} ] }} }} 
     assert "get_order" in lines[0], said
     assert lines[1] == (f"FAIL  target stale (mcp) at {url}: the MCP server at {url} refused the session's start "
                         "(initialize): HTTP 401 Unauthorized: check the target's headers (a token?)"), said
-    assert lines[2].startswith(f"FAIL  target wrong_path (mcp) at {base}/api: the MCP server "), said
-    assert "HTTP 404" in lines[2], said
+    wrong = (f"the server at {base}/api answered the session's start (initialize) with HTTP 404 Not Found: does url "
+             "name the MCP server's streamable HTTP endpoint (often /mcp)?")
+    # as a run says it (it said "the MCP server cannot be reached: MCP error -32601: Not Found" of a server that
+    # had answered)
+    assert lines[2] == f"FAIL  target wrong_path (mcp) at {base}/api: {wrong}", said
     assert "reachable (TCP)" not in said and "t0ken" not in said + result.stderr and "Traceback" not in said
+    (tmp_path / "suite.yaml").write_text((tmp_path / "suite.yaml").read_text().replace("target: shop,",
+                                                                                      "target: wrong_path,"))
+    ran = tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env={"MCP_TOKEN": "t0ken"})
+    assert ran.returncode == 3, ran.stdout + ran.stderr
+    assert f"mcp target wrong_path: {wrong}" in ran.stdout, ran.stdout
