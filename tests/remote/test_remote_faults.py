@@ -3,8 +3,10 @@ task, the card's cache headers, and where a remote agent's URL can be used."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -154,3 +156,29 @@ async def test_stopping_an_agent_a_fuzzed_delay_holds_logs_nothing(tmp_path: Pat
     assert [given_up.state for given_up in group.delegations] == ["canceled"]
     said = [(r.name, r.getMessage()) for r in caplog.records if r.name.startswith(("a2a", "uvicorn"))]
     assert said == [], said
+
+
+async def test_stopping_an_agent_with_a_held_request_in_flight_ends_it_at_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # before: the HTTP server stopped first, waited its grace (1 s) for the request the delay held, then cut it
+    # ("Cancel 1 running task(s), timeout graceful shutdown exceeded", an ERROR among the library records); the SDK's
+    # tasks are ended first now, which answers the waiting request, so the server has nothing in flight to cut
+    held = {"billing": {"mode": "delay", "delay": "30s"}}
+    caplog.set_level(logging.WARNING)
+    async with agents(tmp_path, {"billing": BILLING}, fuzz=held) as group, \
+            connect(group.urls["billing"]["url"], "JSONRPC", "1.0") as client:
+        async def ask() -> None:
+            _ = [e async for e in client.send_message(request("refund ORD-1001"), context=call())]
+        asking = asyncio.create_task(ask())
+        while not any(e.name == "tool_fuzzed" for e in group._session.events) and not asking.done():
+            await asyncio.sleep(0.05)
+        assert not asking.done()  # the delegation is held
+        caplog.clear()
+        began = time.monotonic()
+        await group.stop()
+        took = time.monotonic() - began
+        asking.cancel()
+        await asyncio.gather(asking, return_exceptions=True)
+    said = [(r.name, r.getMessage()) for r in caplog.records if r.name.startswith(("a2a", "uvicorn"))]
+    assert said == [], said
+    assert took < 0.9, took

@@ -221,16 +221,19 @@ class RemoteAgentServer:
         return Starlette(routes=routes)
 
     async def stop(self) -> None:
+        if self._handler is not None:
+            # the SDK's tasks first (still running or waiting for input): a request a fuzzed `delay` holds is then
+            # answered, so the servers have nothing in flight; stopped first, uvicorn waited its grace for it and
+            # cut it, an ERROR among the library records
+            handler, self._handler = self._handler, None
+            with contextlib.suppress(Exception), _queues_closed_twice():
+                await handler.aclose()
         if self._http is not None:
             http, self._http = self._http, None
             await http.stop()
         if self._grpc is not None:
             server, self._grpc = self._grpc, None
             await _stop_grpc(server)
-        if self._handler is not None:
-            handler, self._handler = self._handler, None
-            with contextlib.suppress(Exception), _queues_closed_twice():
-                await handler.aclose()  # ends tasks still running or waiting for input
         if self._relay_channel is not None:
             channel, self._relay_channel = self._relay_channel, None
             await channel.close()
