@@ -3,7 +3,10 @@ task, the card's cache headers, and where a remote agent's URL can be used."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -135,3 +138,47 @@ async def test_a_delegation_given_up_during_a_fuzzed_delay_is_still_a_delegation
     assert given_up.reply == "no answer: the call was given up while fuzz_tools held it (delay 30s)"
     assert group._session.counters["delegations"] == 1
     assert [e.data["state"] for e in group._session.events if e.name == "delegated"] == ["canceled"]
+
+
+async def test_stopping_an_agent_a_fuzzed_delay_holds_logs_nothing(tmp_path: Path,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    # before: a2a-sdk 1.3.0's aclose warned "Dispatcher task is not running" twice (the held task's two queues
+    # closed again by its cancelled producer), and the run's console said "2 records from the libraries"
+    held = {"billing": {"mode": "delay", "delay": "30s"}}
+    caplog.set_level(logging.WARNING)
+    async with agents(tmp_path, {"billing": BILLING}, fuzz=held) as group, \
+            connect(group.urls["billing"]["url"], "JSONRPC", "1.0") as client:
+        with pytest.raises((*REFUSED, TimeoutError, httpx.TimeoutException)):  # the caller gives up after 0.5 s
+            _ = [e async for e in client.send_message(request("refund ORD-1001"),
+                                                      context=ClientCallContext(timeout=0.5))]
+        caplog.clear()
+        await group.stop()  # the delegation still held
+    assert [given_up.state for given_up in group.delegations] == ["canceled"]
+    said = [(r.name, r.getMessage()) for r in caplog.records if r.name.startswith(("a2a", "uvicorn"))]
+    assert said == [], said
+
+
+async def test_stopping_an_agent_with_a_held_request_in_flight_ends_it_at_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # before: the HTTP server stopped first, waited its grace (1 s) for the request the delay held, then cut it
+    # ("Cancel 1 running task(s), timeout graceful shutdown exceeded", an ERROR among the library records); the SDK's
+    # tasks are ended first now, which answers the waiting request, so the server has nothing in flight to cut
+    held = {"billing": {"mode": "delay", "delay": "30s"}}
+    caplog.set_level(logging.WARNING)
+    async with agents(tmp_path, {"billing": BILLING}, fuzz=held) as group, \
+            connect(group.urls["billing"]["url"], "JSONRPC", "1.0") as client:
+        async def ask() -> None:
+            _ = [e async for e in client.send_message(request("refund ORD-1001"), context=call())]
+        asking = asyncio.create_task(ask())
+        while not any(e.name == "tool_fuzzed" for e in group._session.events) and not asking.done():
+            await asyncio.sleep(0.05)
+        assert not asking.done()  # the delegation is held
+        caplog.clear()
+        began = time.monotonic()
+        await group.stop()
+        took = time.monotonic() - began
+        asking.cancel()
+        await asyncio.gather(asking, return_exceptions=True)
+    said = [(r.name, r.getMessage()) for r in caplog.records if r.name.startswith(("a2a", "uvicorn"))]
+    assert said == [], said
+    assert took < 0.9, took

@@ -123,7 +123,7 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
                 findings.append((None, f"target {name} ({target.type}): its url is made during the run, not "
                                        "checked here"))
                 continue
-        if (key := _check_key(url, target)) in seen:
+        if (key := _check_key(url, name, target)) in seen:
             continue
         seen.add(key)
         shown = plan.secrets.redactor.text(url)
@@ -135,6 +135,16 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
 
             assert isinstance(target, A2ASpec)
             fine, words = await check_a2a(target, name, context, plan.secrets.redactor, folder)
+            findings.append((fine, f"target {name} ({target.type}) at {shown}: {words}"))
+            continue
+        if problem is None and target.type == "mcp" and getattr(target, "command", None) is None:
+            # the session's start, as a run opens it: an open port said "reachable" of a url at a wrong path and
+            # of a server that refuses the token, and each run failed at its start
+            from tamesu.targets.mcp.checkup import check as check_mcp
+            from tamesu.targets.mcp.target import McpTargetSpec
+
+            assert isinstance(target, McpTargetSpec)
+            fine, words = await check_mcp(target, name, context, plan.secrets.redactor, folder)
             findings.append((fine, f"target {name} ({target.type}) at {shown}: {words}"))
             continue
         if problem is None and url.startswith(("grpc://", "grpcs://")):
@@ -153,12 +163,15 @@ async def diagnose(paths: list[Path], config: Path | None) -> list[Finding]:
     return findings
 
 
-def _check_key(url: str, target: TargetSpec) -> str:
+def _check_key(url: str, name: str, target: TargetSpec) -> str:
     """What one check of a target's url depends on: the url alone for a TCP connect, and for an a2a target what
     opening it reads (the binding asked for, the credentials the extended card needs, the skill it must offer),
     so two targets of one url that a run opens differently are each checked."""
     shaping = {"transport", "headers", "skill", "tls", "session"} if target.type == "a2a" else {"tls"}
-    return json.dumps([url, target.type, target.model_dump(mode="json", include=shaping)], sort_keys=True,
+    # an mcp target's line is its session's start, which each target of the url makes with its own headers:
+    # each is listed (the second of two at one url went unsaid)
+    named = name if target.type == "mcp" else None
+    return json.dumps([url, target.type, named, target.model_dump(mode="json", include=shaping)], sort_keys=True,
                       default=str)
 
 

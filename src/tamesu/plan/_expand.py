@@ -133,9 +133,11 @@ def expand_test(
                 continue
         assertions = parse_assertions(case_spec.assert_, doc, loc, problems, suite.packs, suite.broken_packs,
                                        suite.search)
-        cased.name_the_case()
         # the warnings below name an assertion by its place under `assert:`, which a broken entry left out shifts
         placed = len(assertions) == len(case_spec.assert_)
+        if placed:  # a case's vars may name the tool: said with the cases that name it
+            problems.extend(_fit.undeclared_tools(suite, case_spec.target, assertions, len(case_spec.assert_), loc))
+        cased.name_the_case()
         if case_name is None or case_name == variants[0][0]:
             check_steps(suite, case_spec, doc, loc, problems)
         attack = _attack(suite, case_spec, doc, loc, problems, assertions)

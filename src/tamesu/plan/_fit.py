@@ -8,6 +8,7 @@ a tool assertion on an agent that reports no tool calls (A2A's) where neither a 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
@@ -97,6 +98,31 @@ def unseen_tools(assertion: Assertion, kind: str | None, remote: Collection[str]
     return (f"an A2A agent reports no tool calls, so this assertion can never see {tools} (only the suite's remote "
             f"agents, {', '.join(sorted(remote)) or 'none declared'}, count as calls; with `traces:`, the agent's "
             "execute_tool spans do)")
+
+
+def undeclared_tools(suite: LoadedSuite, name: str | None, assertions: list[Assertion], count: int, loc: Loc
+                     ) -> list[Problem]:
+    """The test's own tool assertions (the first `count`) naming a tool its target does not declare (a `model`
+    target's `tools`, the only ones its model is offered): a misspelt `tool_not_called` passed every run checking
+    nothing, a `tool_called` failed as the agent's fault. Refused where written. `defaults.assert` is not: a guard
+    such as `tool_not_called: drop_database` is meant for every target of the suite, whichever declares it."""
+    target = suite.targets.get(name or "")
+    declared = target.declared_tools() if target is not None else None
+    if target is None or declared is None:
+        return []
+    problems = []
+    for index, assertion in enumerate(assertions[:count]):
+        unknown = [n for n in dict.fromkeys(tool_names(assertion.check) or []) if n not in declared and "{{" not in n]
+        if not unknown:
+            continue
+        close = difflib.get_close_matches(unknown[0], declared, n=1)
+        tools = f"no tool {unknown[0]!r}" if len(unknown) == 1 else f"no tools {', '.join(map(repr, unknown))}"
+        meant = f": did you mean {close[0]!r}?" if close else ""
+        problems.append(suite.doc.problem(
+            (*loc, "assert", index, assertion.key),
+            f"{target.type} target {name} declares {tools} (its tools: {', '.join(declared) or 'none'}), the only "
+            f"ones its model can call{meant}"))
+    return problems
 
 
 def _metric_need(metric: str, target: TargetSpec) -> str | None:

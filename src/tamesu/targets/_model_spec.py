@@ -107,6 +107,9 @@ class ModelTargetSpec(TargetSpec):
     def streams_replies(self) -> bool:
         return False  # a model's answer is read whole: it has no first token
 
+    def declared_tools(self) -> list[str] | None:
+        return [tool.name for tool in self.tools]  # the model is offered these and no other
+
     @model_validator(mode="after")
     def _coherent(self) -> ModelTargetSpec:
         if self.system is not None and self.system_file is not None:

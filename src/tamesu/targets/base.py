@@ -106,6 +106,12 @@ class TargetSpec(Strict):
         a script of N turns makes N plus these."""
         return 0
 
+    def declared_tools(self) -> list[str] | None:
+        """Every tool the agent can call, as the spec declares them (a `model` target's `tools`), so a tool
+        assertion naming another is refused where written; None where the agent's tools are its own or known only
+        once it runs (an MCP server lists them as it opens)."""
+        return None
+
     def fixed_addrs(self) -> frozenset[str]:
         """host:port addresses with a port the target binds as written (a listener's `addr`): two runs at once
         would fight for one, so the runner makes such runs one at a time."""

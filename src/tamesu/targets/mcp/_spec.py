@@ -33,6 +33,9 @@ class McpTargetSpec(ModelTargetSpec):
     (at most 30 s) or a doubling `connect.backoff`, a `rate_limited` event each; 0 takes the 429 as the
     server's answer."""
 
+    def declared_tools(self) -> list[str] | None:
+        return None  # the server's, listed as a run opens (`checks.tools` refuses a name none of them is)
+
     @field_validator("url")
     @classmethod
     def _http(cls, value: str | None) -> str | None:

@@ -242,6 +242,11 @@ class McpTarget(ModelTarget):
                 raise InfraError(f"{self._what}: {self._url_said} is not an MCP server: it answered the session's "
                                  f"start (initialize) with {said}: does url name the MCP server's streamable HTTP "
                                  "endpoint (often /mcp)?") from None
+            if missing := [e for e in self._http_errors if e.startswith(("HTTP 404", "HTTP 410"))]:
+                # reached, and nothing there: "cannot be reached" sent the user to the network, not to url's path
+                raise InfraError(f"{self._what}: the server at {self._url_said} answered the session's start "
+                                 f"(initialize) with {missing[0]}: does url name the MCP server's streamable HTTP "
+                                 "endpoint (often /mcp)?") from None
             refused = [e for e in self._http_errors if e.startswith(("HTTP 401", "HTTP 403"))]
             if refused:  # reached, and turned away for its credentials, as a tool call's 401 is said
                 raise InfraError(f"{self._what}: the MCP server at {self._url_said} refused the session's start "
