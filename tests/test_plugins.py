@@ -209,12 +209,12 @@ targets:
 tests:
   - name: presses two
     target: menu
-    persona: { name: Ada, behaviors: { interrupt_probability: 0.3 } }
+    persona: { behaviors: { interrupt_probability: 0.3 } }
     scenario: { script: [ { say: "hello" }, { dtmf: "2" } ] }
     assert: [ { contains: "You pressed 2" }, { metric: { name: turns, equals: 2 } } ]
   - name: text mode
     target: menu_text
-    persona: { name: Ada, behaviors: { interrupt_probability: 0.3 } }
+    persona: { behaviors: { interrupt_probability: 0.3 } }
     scenario: { script: [ { dtmf: "1" } ] }
     assert: [ { contains: "You pressed 1" } ]
 """
@@ -228,7 +228,7 @@ def test_a_plugin_target_declares_audio_and_dtmf_and_is_validated_and_run_like_a
     assert checked.returncode == 0, checked.stdout + checked.stderr
     warnings = [line for line in checked.stderr.splitlines() if line.startswith("warning:")]
     # its `audio` and `text_mode` attributes: behaviours mean something in audio mode only
-    assert warnings == ["warning: suite.yaml:13:63: tests[1].persona.behaviors.interrupt_probability: keypad "
+    assert warnings == ["warning: suite.yaml:13:52: tests[1].persona.behaviors.interrupt_probability: keypad "
                         "target menu_text has no audio (mode: text): interrupt_probability does nothing here"]
     done = run_tamesu(["run", "suite.yaml", "--out", "out"], cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -41,8 +41,7 @@ def test_an_options_wrong_type_says_what_was_written_where(tmp_path: Path, tames
         f"{_READ}",
         "s.yaml:11:19: tests[0].assert[3].contains: expected text or a list of texts, got true "
         f"(read as a boolean: {_READ}",
-        "s.yaml:12:26: tests[0].assert[4].turns.equals: input should be a valid integer, unable to parse string as "
-        "an integer, got 'two'",
+        "s.yaml:12:26: tests[0].assert[4].turns.equals: expected a whole number, got 'two'",
         f"s.yaml:13:16: tests[0].assert[5].regex: input should be a valid string, got 5 (read as a number: {_READ}",
     ], done.stderr
     assert "Traceback" not in done.stdout + done.stderr

@@ -372,14 +372,16 @@ async def test_timeout_is_retryable_then_exhausted(oai: tuple[OpenAIServer, str]
     # wait ended was answered at once (that request took the retry's planned delay), and a 0.3 s timer run late
     # comes nearer a short hold
     server.plan(delay(30), delay(30))
-    models = registry({"simulator": openai_spec(base_url, timeout="300ms", max_retries=1)})
+    # 2 s, not 0.3: the timeout bounds the whole attempt, connecting and sending too, and a full CI run once starved
+    # the retry so long that it gave up before its request reached the server (1 of 2 recorded)
+    models = registry({"simulator": openai_spec(base_url, timeout="2s", max_retries=1)})
     try:
         with pytest.raises(ModelError) as caught:
             await models.client("simulator").generate(ask())
     finally:
         await models.aclose()
     assert caught.value.retryable
-    assert str(caught.value) == "openai:gpt-4o-mini: no answer within 0.3s (gave up after 2 attempts)"
+    assert str(caught.value) == "openai:gpt-4o-mini: no answer within 2s (gave up after 2 attempts)"
     # the server's thread records a request once it has read it, which a loaded machine may do after the client
     # gave up on it: waited for, not read at once
     deadline = time.monotonic() + 30
