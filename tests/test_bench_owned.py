@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from lifeline import alive as _alive
 from lifeline import tied
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
@@ -29,14 +30,6 @@ def _children(pid: int) -> list[tuple[int, str]]:
         if int(parent) == pid:
             found.append((int(entry), command))
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_a_bench_script_killed_by_sigkill_takes_its_agent_with_it() -> None:
