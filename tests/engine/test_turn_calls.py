@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import pytest
 
-from lifeline import tied
+from lifeline import alive, tied
 
 
 def test_walk_strings_walks_in_order_and_at_any_depth() -> None:
@@ -232,17 +232,9 @@ def test_a_timed_out_bench_leaves_no_process_of_its_own() -> None:
         _bench([sys.executable, "-c", spawner], timeout=3)
     child = int(str(failed.value).split(": ", 1)[1].split()[0])
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _running(child):
+    while time.monotonic() < deadline and alive(child):
         time.sleep(0.05)
-    assert not _running(child), f"the bench's child {child} outlived it"
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
+    assert not alive(child), f"the bench's child {child} outlived it"
 
 
 def test_a_scripted_rest_turn_stays_within_its_count_of_tamesus_own_calls(tmp_path: Path) -> None:
